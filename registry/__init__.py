@@ -1,0 +1,1 @@
+"""Streamcat's schema registry: the Pravega Schema Registry REST API on SQLAlchemy."""

@@ -1,0 +1,124 @@
+"""The ``streamcat`` command: serve, and manage the database schema."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import click
+
+from registry import migrate
+from registry.config import ConfigError, Settings
+
+
+def _settings() -> Settings:
+    try:
+        return Settings.from_env()
+    except ConfigError as e:
+        raise click.ClickException(e.message) from None
+
+
+def _prepare_local_paths(settings: Settings) -> None:
+    """Create the directories the embedded defaults live in (SQLite file, warehouse)."""
+    if settings.database_url.startswith("sqlite:///"):
+        Path(settings.database_url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+    if "://" not in settings.warehouse:
+        Path(settings.warehouse).mkdir(parents=True, exist_ok=True)
+
+
+@click.group()
+def main() -> None:
+    """Streamcat: catalog and schema registry for event streams."""
+
+
+@main.command()
+@click.option("--host", help="address to listen on (STREAMCAT_HOST, default 127.0.0.1)")
+@click.option("--port", type=int, help="port to listen on (STREAMCAT_PORT, default 9092)")
+@click.option("--workers", type=int, help="gunicorn worker processes (STREAMCAT_WORKERS, default 2)")
+@click.option("--migrate", "do_migrate", is_flag=True, help="apply pending database migrations first")
+def serve(host: str | None, port: int | None, workers: int | None, do_migrate: bool) -> None:
+    """Serve the REST API with gunicorn."""
+    settings = _settings()
+    settings = replace(
+        settings,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers or settings.workers,
+    )
+    _prepare_local_paths(settings)
+    if do_migrate:
+        migrate.upgrade(settings.database_url)
+    try:
+        migrate.require_current(settings.database_url)
+    except migrate.SchemaBehind as e:
+        raise click.ClickException(e.message) from None
+    from registry.wsgi import run
+
+    run(settings)
+
+
+@main.group()
+def db() -> None:
+    """Database schema migrations (Alembic)."""
+
+
+@db.command()
+@click.argument("revision", default="head")
+def upgrade(revision: str) -> None:
+    """Apply migrations up to REVISION (default: head)."""
+    settings = _settings()
+    _prepare_local_paths(settings)
+    migrate.upgrade(settings.database_url, revision)
+    click.echo(f"database at {', '.join(sorted(_current(settings)))}")
+
+
+@db.command()
+@click.argument("revision")
+def downgrade(revision: str) -> None:
+    """Revert migrations down to REVISION (``base`` removes every table)."""
+    settings = _settings()
+    migrate.downgrade(settings.database_url, revision)
+    click.echo(f"database at {', '.join(sorted(_current(settings))) or 'base'}")
+
+
+def _current(settings: Settings) -> set[str]:
+    from registry.db import make_engine
+
+    engine = make_engine(settings.database_url)
+    try:
+        return migrate.current_revisions(engine)
+    finally:
+        engine.dispose()
+
+
+@db.command()
+def current() -> None:
+    """Print the revision the database is at."""
+    settings = _settings()
+    click.echo(", ".join(sorted(_current(settings))) or "base (empty database)")
+
+
+@db.command()
+def check() -> None:
+    """Fail unless the database is at head and matches the ORM models."""
+    settings = _settings()
+    try:
+        migrate.require_current(settings.database_url)
+    except migrate.SchemaBehind as e:
+        raise click.ClickException(e.message) from None
+    drift = migrate.model_drift(settings.database_url)
+    if drift:
+        lines = "\n  ".join(drift)
+        raise click.ClickException(f"the models and the migrations differ; add a revision:\n  {lines}")
+    click.echo("database is at head and matches the models")
+
+
+def run(argv: list[str] | None = None) -> Any:
+    """Entry point for ``python -m registry.cli``."""
+    return main.main(args=argv if argv is not None else sys.argv[1:], prog_name="streamcat")
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,64 @@
+"""Database engines: URL normalization, SQLite pragmas, and write transactions that lock."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+#: Execution option that marks a connection as one that will write.
+WRITE = "streamcat_write"
+
+
+def normalize_url(url: str) -> str:
+    """Use psycopg 3 for plain ``postgresql://`` URLs (SQLAlchemy would pick psycopg2)."""
+    parsed = make_url(url)
+    if parsed.drivername == "postgresql":
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    return parsed.render_as_string(hide_password=False)
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; on SQLite, WAL mode and writers that take the lock up front."""
+    url = normalize_url(url)
+    if not url.startswith("sqlite"):
+        return create_engine(url, pool_pre_ping=True, pool_size=5, max_overflow=10)
+    engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event issue BEGIN itself, so writers can say IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        # A deferred transaction that later writes can fail with "database is locked"
+        # when another writer got there first; IMMEDIATE queues writers at BEGIN instead.
+        mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE) else "DEFERRED"
+        for attempt in range(100):
+            try:
+                conn.exec_driver_sql(f"BEGIN {mode}")
+                return
+            except Exception as e:  # sqlite3.OperationalError, wrapped by SQLAlchemy
+                if "locked" not in str(e) or attempt == 99:
+                    raise
+                time.sleep(0.05)
+
+    return engine
+
+
+def writer(engine: Engine) -> Engine:
+    """The same engine, with connections marked as writers."""
+    return engine.execution_options(**{WRITE: True})
+
+
+def now_ms() -> int:
+    """Wall-clock time in epoch milliseconds, as history timestamps are kept."""
+    return int(time.time() * 1000)

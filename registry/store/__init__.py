@@ -1,0 +1,1 @@
+"""Storage of the registry: the abstract interface and its SQLAlchemy implementation."""

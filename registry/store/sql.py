@@ -1,0 +1,436 @@
+"""The registry store on SQLAlchemy: SQLite or PostgreSQL.
+
+Integrity errors are turned into domain errors here, at the storage boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, Select, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from registry.db import now_ms, writer
+from registry.errors import (
+    AlreadyExists,
+    BadRequest,
+    CodecNotRegistered,
+    EncodingNotFound,
+    GroupNotFound,
+    SchemaNotFound,
+    WriteConflict,
+)
+from registry.formats.base import ParsedSchema
+from registry.ids import CodecName, EncodingId, GroupName, Namespace, SchemaId, TypeName, Version
+from registry.model import (
+    NO_CODEC,
+    CodecType,
+    Compatibility,
+    EncodingInfo,
+    GroupProperties,
+    SchemaInfo,
+    SerializationFormat,
+    VersionInfo,
+)
+from registry.store.base import AddCheck, AddContext, GroupPage, RegistryStore, StoredVersion
+from registry.store.orm import CodecRow, EncodingRow, GroupRow, SchemaRow, VersionRow
+
+
+def _properties(row: GroupRow) -> GroupProperties:
+    return GroupProperties(
+        format=SerializationFormat(row.serialization_format, row.full_type_name),
+        compatibility=Compatibility.from_json(row.compatibility),
+        allow_multiple_types=row.allow_multiple_types,
+        properties=dict(row.properties),
+    )
+
+
+def _version_info(row: VersionRow) -> VersionInfo:
+    return VersionInfo(TypeName(row.type_name), Version(row.version), SchemaId(row.schema_id))
+
+
+def _stored(version: VersionRow, schema: SchemaRow) -> StoredVersion:
+    info = SchemaInfo(
+        type=TypeName(version.type_name),
+        format=SerializationFormat(schema.serialization_format, schema.full_type_name),
+        data=schema.data,
+        properties=dict(version.properties),
+    )
+    return StoredVersion(
+        schema=info,
+        version=_version_info(version),
+        compatibility=Compatibility.from_json(version.compatibility),
+        created_at=version.created_at,
+        deleted=version.deleted,
+    )
+
+
+def _versions(group_id: int) -> Select[tuple[VersionRow, SchemaRow]]:
+    return (
+        select(VersionRow, SchemaRow)
+        .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+        .where(VersionRow.group_id == group_id)
+    )
+
+
+def _schema_key(schema: ParsedSchema, full_type_name: str) -> Select[tuple[SchemaRow]]:
+    return select(SchemaRow).where(
+        SchemaRow.serialization_format == schema.format,
+        SchemaRow.full_type_name == full_type_name,
+        SchemaRow.type_name == schema.type_name,
+        SchemaRow.fingerprint == schema.fingerprint,
+    )
+
+
+class SqlRegistryStore(RegistryStore):
+    """RegistryStore on one SQLAlchemy engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._writer = writer(engine)
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        with Session(self.engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @contextmanager
+    def _write(self) -> Iterator[Session]:
+        with Session(self._writer, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    @staticmethod
+    def _group(session: Session, namespace: Namespace, name: GroupName, *, lock: bool = False) -> GroupRow:
+        query = select(GroupRow).where(GroupRow.namespace == namespace, GroupRow.name == name)
+        if lock:
+            query = query.with_for_update()
+        row = session.scalars(query).one_or_none()
+        if row is None:
+            where = f" in namespace {namespace!r}" if namespace else ""
+            raise GroupNotFound(f"group {name!r} not found{where}")
+        return row
+
+    # -- groups ---------------------------------------------------------------------------
+
+    def create_group(self, namespace: Namespace, name: GroupName, properties: GroupProperties) -> None:
+        try:
+            with self._write() as session:
+                session.add(
+                    GroupRow(
+                        namespace=namespace,
+                        name=name,
+                        serialization_format=properties.format.name,
+                        full_type_name=properties.format.full_type_name,
+                        allow_multiple_types=properties.allow_multiple_types,
+                        compatibility=properties.compatibility.to_json(),
+                        properties=dict(properties.properties),
+                        created_at=now_ms(),
+                    )
+                )
+        except IntegrityError:
+            raise AlreadyExists(f"group {name!r} already exists") from None
+
+    def get_group(self, namespace: Namespace, name: GroupName) -> GroupProperties:
+        with self._read() as session:
+            return _properties(self._group(session, namespace, name))
+
+    def list_groups(self, namespace: Namespace, token: str | None, limit: int) -> GroupPage:
+        after = 0
+        if token:
+            if not token.isdigit():
+                raise BadRequest(f"continuationToken {token!r} is not one this server issued")
+            after = int(token)
+        with self._read() as session:
+            rows = session.scalars(
+                select(GroupRow)
+                .where(GroupRow.namespace == namespace, GroupRow.id > after)
+                .order_by(GroupRow.id)
+                .limit(limit)
+            ).all()
+        next_token = str(rows[-1].id) if rows else str(after)
+        return GroupPage([(GroupName(r.name), _properties(r)) for r in rows], next_token)
+
+    def delete_group(self, namespace: Namespace, name: GroupName) -> None:
+        with self._write() as session:
+            session.delete(self._group(session, namespace, name, lock=True))
+
+    def update_compatibility(
+        self,
+        namespace: Namespace,
+        name: GroupName,
+        compatibility: Compatibility,
+        previous: Compatibility | None,
+    ) -> GroupProperties:
+        with self._write() as session:
+            row = self._group(session, namespace, name, lock=True)
+            current = Compatibility.from_json(row.compatibility)
+            if previous is not None and previous != current:
+                raise WriteConflict(
+                    f"previousCompatibility {previous.policy} does not match the group's current policy {current.policy}"
+                )
+            row.compatibility = compatibility.to_json()
+            return _properties(row)
+
+    # -- schemas --------------------------------------------------------------------------
+
+    def add_schema(
+        self, namespace: Namespace, name: GroupName, schema: ParsedSchema, info: SchemaInfo, check: AddCheck
+    ) -> VersionInfo:
+        full_type = info.format.full_type_name
+        with self._write() as session:
+            group = self._group(session, namespace, name, lock=True)
+            content = session.scalars(_schema_key(schema, full_type)).one_or_none()
+            if content is not None:
+                existing = session.scalars(
+                    select(VersionRow).where(
+                        VersionRow.group_id == group.id,
+                        VersionRow.schema_id == content.id,
+                        VersionRow.deleted.is_(False),
+                    )
+                ).one_or_none()
+                if existing is not None:
+                    return _version_info(existing)
+            live = [
+                _stored(v, s)
+                for v, s in session.execute(
+                    _versions(group.id)
+                    .where(VersionRow.type_name == schema.type_name, VersionRow.deleted.is_(False))
+                    .order_by(VersionRow.version)
+                )
+            ]
+            live_types = session.scalars(
+                select(VersionRow.type_name).where(VersionRow.group_id == group.id, VersionRow.deleted.is_(False))
+            ).all()
+            properties = _properties(group)
+            check(AddContext(properties, live, frozenset(live_types)))
+            if content is None:
+                content = self._insert_schema(session, schema, full_type)
+            highest = session.scalar(
+                select(func.max(VersionRow.version)).where(
+                    VersionRow.group_id == group.id, VersionRow.type_name == schema.type_name
+                )
+            )
+            row = VersionRow(
+                group_id=group.id,
+                schema_id=content.id,
+                type_name=schema.type_name,
+                version=0 if highest is None else highest + 1,
+                properties=dict(info.properties),
+                compatibility=properties.compatibility.to_json(),
+                created_at=now_ms(),
+                deleted=False,
+            )
+            session.add(row)
+            session.flush()
+            return _version_info(row)
+
+    @staticmethod
+    def _insert_schema(session: Session, schema: ParsedSchema, full_type: str) -> SchemaRow:
+        # Another group may be registering the same content right now: the unique key
+        # decides, and the loser takes the winner's row (and so its global id).
+        try:
+            with session.begin_nested():
+                row = SchemaRow(
+                    serialization_format=schema.format,
+                    full_type_name=full_type,
+                    type_name=schema.type_name,
+                    fingerprint=schema.fingerprint,
+                    data=schema.data,
+                    created_at=now_ms(),
+                )
+                session.add(row)
+            return row
+        except IntegrityError:
+            return session.scalars(_schema_key(schema, full_type)).one()
+
+    def live_versions(self, namespace: Namespace, name: GroupName, type_name: TypeName) -> list[StoredVersion]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            query = _versions(group.id).where(VersionRow.deleted.is_(False))
+            if type_name:
+                query = query.where(VersionRow.type_name == type_name)
+            rows = session.execute(query.order_by(VersionRow.id))
+            return [_stored(v, s) for v, s in rows]
+
+    def history(self, namespace: Namespace, name: GroupName) -> list[StoredVersion]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            return [_stored(v, s) for v, s in session.execute(_versions(group.id).order_by(VersionRow.id))]
+
+    def find_version(self, namespace: Namespace, name: GroupName, schema: ParsedSchema) -> VersionInfo | None:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            row = session.scalars(
+                select(VersionRow)
+                .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+                .where(
+                    VersionRow.group_id == group.id,
+                    VersionRow.deleted.is_(False),
+                    SchemaRow.serialization_format == schema.format,
+                    SchemaRow.type_name == schema.type_name,
+                    SchemaRow.fingerprint == schema.fingerprint,
+                )
+            ).first()
+            return None if row is None else _version_info(row)
+
+    def version_by_id(self, namespace: Namespace, name: GroupName, schema_id: SchemaId) -> StoredVersion:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            found = session.execute(
+                _versions(group.id).where(VersionRow.schema_id == schema_id).order_by(VersionRow.id.desc()).limit(1)
+            ).first()
+            if found is None:
+                raise SchemaNotFound(f"schema id {schema_id} is not in group {name!r}")
+            return _stored(*found)
+
+    def version_by_number(
+        self, namespace: Namespace, name: GroupName, fmt: SerializationFormat, type_name: TypeName, version: Version
+    ) -> StoredVersion:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            found = session.execute(
+                _versions(group.id).where(
+                    SchemaRow.serialization_format == fmt.name,
+                    VersionRow.type_name == type_name,
+                    VersionRow.version == version,
+                )
+            ).first()
+            if found is None:
+                raise SchemaNotFound(f"no version {version} of {fmt.name} type {type_name!r} in group {name!r}")
+            return _stored(*found)
+
+    def delete_by_id(self, namespace: Namespace, name: GroupName, schema_id: SchemaId) -> None:
+        with self._write() as session:
+            group = self._group(session, namespace, name, lock=True)
+            rows = session.scalars(
+                select(VersionRow).where(VersionRow.group_id == group.id, VersionRow.schema_id == schema_id)
+            ).all()
+            if not rows:
+                raise SchemaNotFound(f"schema id {schema_id} is not in group {name!r}")
+            for row in rows:
+                row.deleted = True
+
+    def delete_by_number(
+        self, namespace: Namespace, name: GroupName, fmt: SerializationFormat, type_name: TypeName, version: Version
+    ) -> None:
+        with self._write() as session:
+            group = self._group(session, namespace, name, lock=True)
+            row = session.scalars(
+                select(VersionRow)
+                .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+                .where(
+                    VersionRow.group_id == group.id,
+                    SchemaRow.serialization_format == fmt.name,
+                    VersionRow.type_name == type_name,
+                    VersionRow.version == version,
+                )
+            ).one_or_none()
+            if row is None:
+                raise SchemaNotFound(f"no version {version} of {fmt.name} type {type_name!r} in group {name!r}")
+            row.deleted = True
+
+    # -- codecs and encodings ---------------------------------------------------------------
+
+    def codec_types(self, namespace: Namespace, name: GroupName) -> list[CodecType]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            rows = session.scalars(select(CodecRow).where(CodecRow.group_id == group.id).order_by(CodecRow.id))
+            return [CodecType(CodecName(r.name), dict(r.properties)) for r in rows]
+
+    def add_codec_type(self, namespace: Namespace, name: GroupName, codec: CodecType) -> None:
+        with self._write() as session:
+            group = self._group(session, namespace, name, lock=True)
+            exists = session.scalars(
+                select(CodecRow).where(CodecRow.group_id == group.id, CodecRow.name == codec.name)
+            ).one_or_none()
+            if exists is None:
+                session.add(CodecRow(group_id=group.id, name=codec.name, properties=dict(codec.properties)))
+            elif dict(exists.properties) != codec.properties:
+                raise AlreadyExists(f"codec type {codec.name!r} is registered with other properties")
+
+    def encoding_id(
+        self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName
+    ) -> EncodingId:
+        with self._write() as session:
+            group = self._group(session, namespace, name)
+            if codec != NO_CODEC and (
+                session.scalars(
+                    select(CodecRow.id).where(CodecRow.group_id == group.id, CodecRow.name == codec)
+                ).first()
+                is None
+            ):
+                raise CodecNotRegistered(f"codec type {codec!r} is not registered in group {name!r}")
+            row = session.scalars(
+                select(VersionRow).where(
+                    VersionRow.group_id == group.id,
+                    VersionRow.type_name == version.type,
+                    VersionRow.version == version.version,
+                    VersionRow.schema_id == version.id,
+                )
+            ).one_or_none()
+            if row is None:
+                raise SchemaNotFound(
+                    f"no version {version.version} of type {version.type!r} with id {version.id} in group {name!r}"
+                )
+            encoding = self._encoding_of(session, row.id, codec)
+            if encoding is not None:
+                return EncodingId(encoding)
+            if row.deleted:
+                raise SchemaNotFound(f"version {version.version} of type {version.type!r} is deleted")
+            try:
+                with session.begin_nested():
+                    new = EncodingRow(group_id=group.id, version_id=row.id, codec=codec)
+                    session.add(new)
+                return EncodingId(new.id)
+            except IntegrityError:
+                # A concurrent request created it first; that one is the id.
+                found = self._encoding_of(session, row.id, codec)
+                assert found is not None
+                return EncodingId(found)
+
+    @staticmethod
+    def _encoding_of(session: Session, version_row: int, codec: str) -> int | None:
+        return session.scalar(
+            select(EncodingRow.id).where(EncodingRow.version_id == version_row, EncodingRow.codec == codec)
+        )
+
+    def encoding_info(self, namespace: Namespace, name: GroupName, encoding: EncodingId) -> EncodingInfo:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            found = session.execute(
+                select(EncodingRow, VersionRow, SchemaRow)
+                .join(VersionRow, VersionRow.id == EncodingRow.version_id)
+                .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+                .where(EncodingRow.id == encoding, EncodingRow.group_id == group.id)
+            ).first()
+            if found is None:
+                raise EncodingNotFound(f"encoding id {encoding} is not in group {name!r}")
+            enc, version, schema = found
+            codec = CodecType(CodecName(enc.codec))
+            if enc.codec != NO_CODEC:
+                row = session.scalars(
+                    select(CodecRow).where(CodecRow.group_id == group.id, CodecRow.name == enc.codec)
+                ).one_or_none()
+                if row is not None:
+                    codec = CodecType(CodecName(row.name), dict(row.properties))
+            stored = _stored(version, schema)
+            return EncodingInfo(EncodingId(enc.id), stored.schema, stored.version, codec)
+
+    def added_to(self, namespace: Namespace, schema: ParsedSchema) -> dict[GroupName, VersionInfo]:
+        with self._read() as session:
+            rows = session.execute(
+                select(GroupRow.name, VersionRow)
+                .join(VersionRow, VersionRow.group_id == GroupRow.id)
+                .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+                .where(
+                    GroupRow.namespace == namespace,
+                    VersionRow.deleted.is_(False),
+                    SchemaRow.serialization_format == schema.format,
+                    SchemaRow.type_name == schema.type_name,
+                    SchemaRow.fingerprint == schema.fingerprint,
+                )
+                .order_by(GroupRow.id)
+            )
+            return {GroupName(group): _version_info(version) for group, version in rows}
