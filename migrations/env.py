@@ -5,6 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import Connection
 
+import catalog_api.orm  # noqa: F401  (registers the catalog tables on the shared metadata)
 from registry.db import make_engine
 from registry.store.orm import Base
 

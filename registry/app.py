@@ -53,6 +53,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     app.json.sort_keys = False  # type: ignore[attr-defined]
     Streamcat.init_app(app, settings)
 
+    from catalog_api.api import register as register_catalog
     from registry.api import groups, meta, schemas
 
     app.register_blueprint(meta.bp)
@@ -60,6 +61,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(groups.bp, url_prefix="/v1/namespace/<namespace>/groups", name="ns_groups")
     app.register_blueprint(schemas.bp, url_prefix="/v1/schemas")
     app.register_blueprint(schemas.bp, url_prefix="/v1/namespace/<namespace>/schemas", name="ns_schemas")
+    register_catalog(app)
     _register_error_handlers(app)
     return app
 

@@ -8,6 +8,7 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import Engine
 
+import catalog_api.orm  # noqa: F401  (the catalog's tables are part of the models checked)
 from migrations import alembic_config
 from registry.db import make_engine
 from registry.errors import StreamcatError

@@ -109,6 +109,12 @@ class RegistryService:
         self.parsed = ParsedCache()
         self.answers = TtlCache(cache_ttl)
 
+    def using(self, store: RegistryStore) -> RegistryService:
+        """The same service (sharing its caches) over another store, e.g. one bound to a transaction."""
+        other = RegistryService.__new__(RegistryService)
+        other.store, other.parsed, other.answers = store, self.parsed, self.answers
+        return other
+
     # -- groups ---------------------------------------------------------------------------
 
     def create_group(self, namespace: Namespace, name: GroupName, properties: GroupProperties) -> None:

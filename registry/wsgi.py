@@ -25,6 +25,8 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             "errorlog": "-",
             "loglevel": "info",
             "keepalive": 5,
+            # several servers may run on one machine (tests, replicas); none uses gunicornc
+            "control_socket_disable": True,
             **(options or {}),
         }
         super().__init__()

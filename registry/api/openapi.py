@@ -14,16 +14,19 @@ NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$"
 _components: dict[str, dict[str, Any]] = {}
 
 
-def _ref(name: str) -> dict[str, Any]:
+def ref(name: str) -> dict[str, Any]:
+    """A reference to a component schema."""
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` or null."""
     # Java clients send absent optional fields as null, so null means absent.
     return {"anyOf": [schema, {"type": "null"}]}
 
 
-def _object(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+def obj(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
+    """A closed object schema (unknown properties are errors)."""
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
@@ -37,140 +40,141 @@ component("Name", {"type": "string", "pattern": NAME_PATTERN})
 component("StringMap", _string_map)
 component(
     "SerializationFormat",
-    _object(
+    obj(
         ["serializationFormat"],
         serializationFormat={"type": "string", "enum": list(FORMAT_NAMES)},
-        fullTypeName=_nullable({"type": "string", "maxLength": 255}),
+        fullTypeName=nullable({"type": "string", "maxLength": 255}),
     ),
 )
 component(
     "VersionInfo",
-    _object(
+    obj(
         ["type", "version", "id"],
         type={"type": "string", "maxLength": 1024},
         version={"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
         id={"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
     ),
 )
-_rule = _object(["name"], name={"type": "string"}, versionInfo=_nullable(_ref("VersionInfo")))
+_rule = obj(["name"], name={"type": "string"}, versionInfo=nullable(ref("VersionInfo")))
 component(
     "BackwardAndForward",
-    _object(
+    obj(
         [],
-        backwardPolicy=_nullable(_object(["backwardPolicy"], backwardPolicy=_rule)),
-        forwardPolicy=_nullable(_object(["forwardPolicy"], forwardPolicy=_rule)),
+        backwardPolicy=nullable(obj(["backwardPolicy"], backwardPolicy=_rule)),
+        forwardPolicy=nullable(obj(["forwardPolicy"], forwardPolicy=_rule)),
     ),
 )
 component(
     "Compatibility",
-    _object(
+    obj(
         ["policy"],
         policy={"type": "string", "enum": list(POLICIES)},
-        advanced=_nullable(_ref("BackwardAndForward")),
+        advanced=nullable(ref("BackwardAndForward")),
     ),
 )
 component(
     "GroupProperties",
-    _object(
+    obj(
         ["serializationFormat", "compatibility"],
-        serializationFormat=_ref("SerializationFormat"),
-        compatibility=_ref("Compatibility"),
-        allowMultipleTypes=_nullable({"type": "boolean"}),
-        properties=_nullable(_ref("StringMap")),
+        serializationFormat=ref("SerializationFormat"),
+        compatibility=ref("Compatibility"),
+        allowMultipleTypes=nullable({"type": "boolean"}),
+        properties=nullable(ref("StringMap")),
     ),
 )
 component(
     "CreateGroupRequest",
-    _object(["groupName", "groupProperties"], groupName=_ref("Name"), groupProperties=_ref("GroupProperties")),
+    obj(["groupName", "groupProperties"], groupName=ref("Name"), groupProperties=ref("GroupProperties")),
 )
 component(
     "SchemaInfo",
-    _object(
+    obj(
         ["type", "serializationFormat", "schemaData"],
         type={"type": "string", "maxLength": 1024},
-        serializationFormat=_ref("SerializationFormat"),
+        serializationFormat=ref("SerializationFormat"),
         schemaData={"type": "string", "description": "base64 of the schema bytes"},
-        properties=_nullable(_ref("StringMap")),
+        properties=nullable(ref("StringMap")),
     ),
 )
 component(
     "UpdateCompatibilityRequest",
-    _object(
+    obj(
         ["compatibility"],
-        compatibility=_ref("Compatibility"),
-        previousCompatibility=_nullable(_ref("Compatibility")),
+        compatibility=ref("Compatibility"),
+        previousCompatibility=nullable(ref("Compatibility")),
     ),
 )
 component(
     "ValidateRequest",
-    _object(["schemaInfo"], schemaInfo=_ref("SchemaInfo"), compatibility=_nullable(_ref("Compatibility"))),
+    obj(["schemaInfo"], schemaInfo=ref("SchemaInfo"), compatibility=nullable(ref("Compatibility"))),
 )
 component(
     "GetEncodingIdRequest",
-    _object(["versionInfo", "codecType"], versionInfo=_ref("VersionInfo"), codecType={"type": "string"}),
+    obj(["versionInfo", "codecType"], versionInfo=ref("VersionInfo"), codecType={"type": "string"}),
 )
 component(
     "CodecType",
-    _object(["name"], name={"type": "string", "maxLength": 255}, properties=_nullable(_ref("StringMap"))),
+    obj(["name"], name={"type": "string", "maxLength": 255}, properties=nullable(ref("StringMap"))),
 )
-component("EncodingId", _object(["encodingId"], encodingId={"type": "integer"}))
+component("EncodingId", obj(["encodingId"], encodingId={"type": "integer"}))
 component(
     "EncodingInfo",
-    _object(
+    obj(
         ["schemaInfo", "versionInfo", "codecType"],
-        schemaInfo=_ref("SchemaInfo"),
-        versionInfo=_ref("VersionInfo"),
-        codecType=_ref("CodecType"),
+        schemaInfo=ref("SchemaInfo"),
+        versionInfo=ref("VersionInfo"),
+        codecType=ref("CodecType"),
     ),
 )
 component(
     "ListGroupsResponse",
-    _object(
+    obj(
         ["groups", "continuationToken"],
-        groups={"type": "object", "additionalProperties": _ref("GroupProperties")},
+        groups={"type": "object", "additionalProperties": ref("GroupProperties")},
         continuationToken={"type": "string"},
     ),
 )
-component("SchemaWithVersion", _object(["schemaInfo", "versionInfo"], schemaInfo=_ref("SchemaInfo"),
-                                       versionInfo=_ref("VersionInfo")))
-component("SchemaVersionsList", _object(["schemas"], schemas={"type": "array", "items": _ref("SchemaWithVersion")}))
-component("CodecTypes", _object(["codecTypes"], codecTypes={"type": "array", "items": _ref("CodecType")}))
-component("Reason", _object(["path", "message"], path={"type": "string"}, message={"type": "string"}))
-_reasons = {"type": "array", "items": _ref("Reason")}
-component("Valid", _object(["valid"], valid={"type": "boolean"}, reasons=_reasons))
-component("CanRead", _object(["compatible"], compatible={"type": "boolean"}, reasons=_reasons))
+component("SchemaWithVersion", obj(["schemaInfo", "versionInfo"], schemaInfo=ref("SchemaInfo"),
+                                       versionInfo=ref("VersionInfo")))
+component("SchemaVersionsList", obj(["schemas"], schemas={"type": "array", "items": ref("SchemaWithVersion")}))
+component("CodecTypes", obj(["codecTypes"], codecTypes={"type": "array", "items": ref("CodecType")}))
+component("Reason", obj(["path", "message"], path={"type": "string"}, message={"type": "string"}))
+_reasons = {"type": "array", "items": ref("Reason")}
+component("Valid", obj(["valid"], valid={"type": "boolean"}, reasons=_reasons))
+component("CanRead", obj(["compatible"], compatible={"type": "boolean"}, reasons=_reasons))
 component(
     "GroupHistoryRecord",
-    _object(
+    obj(
         ["schemaInfo", "versionInfo", "compatibility", "timestamp"],
-        schemaInfo=_ref("SchemaInfo"),
-        versionInfo=_ref("VersionInfo"),
-        compatibility=_ref("Compatibility"),
+        schemaInfo=ref("SchemaInfo"),
+        versionInfo=ref("VersionInfo"),
+        compatibility=ref("Compatibility"),
         timestamp={"type": "integer"},
         schemaString={"type": "string"},
         deleted={"type": "boolean"},
     ),
 )
-component("GroupHistory", _object(["history"], history={"type": "array", "items": _ref("GroupHistoryRecord")}))
-component("AddedTo", _object(["groups"], groups={"type": "object", "additionalProperties": _ref("VersionInfo")}))
+component("GroupHistory", obj(["history"], history={"type": "array", "items": ref("GroupHistoryRecord")}))
+component("AddedTo", obj(["groups"], groups={"type": "object", "additionalProperties": ref("VersionInfo")}))
 component(
     "Error",
-    _object(
+    obj(
         ["error"],
-        error=_object(["code", "message"], code={"type": "string"}, message={"type": "string"}, reasons=_reasons),
+        error=obj(["code", "message"], code={"type": "string"}, message={"type": "string"}, reasons=_reasons),
     ),
 )
 
 _paths: dict[str, dict[str, Any]] = {}
 
 
-def _param(name: str, where: str, schema: dict[str, Any], required: bool | None = None) -> dict[str, Any]:
+def param(name: str, where: str, schema: dict[str, Any], required: bool | None = None) -> dict[str, Any]:
+    """An operation parameter."""
     return {"name": name, "in": where, "required": where == "path" if required is None else required,
             "schema": schema}
 
 
-_NS = _param("namespace", "query", {"type": "string"})
-_GROUP = _param("groupName", "path", _ref("Name"))
+_NS = param("namespace", "query", {"type": "string"})
+_GROUP = param("groupName", "path", ref("Name"))
 
 
 def operation(
@@ -188,20 +192,20 @@ def operation(
     code, schema = ok
     responses: dict[str, Any] = {str(code): {"description": "success"}}
     if schema:
-        responses[str(code)]["content"] = {"application/json": {"schema": _ref(schema)}}
+        responses[str(code)]["content"] = {"application/json": {"schema": ref(schema)}}
     for err in errors:
-        responses[str(err)] = {"description": "error", "content": {"application/json": {"schema": _ref("Error")}}}
+        responses[str(err)] = {"description": "error", "content": {"application/json": {"schema": ref("Error")}}}
     op: dict[str, Any] = {"operationId": op_id, "summary": summary, "parameters": params or [],
                           "responses": responses}
     if body:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(body)}}}
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
     _paths.setdefault(path, {})[method] = op
 
 
 def _group_operation(suffix: str, method: str, op_id: str, summary: str, **kwargs: Any) -> None:
     extra = kwargs.pop("params", [])
     operation(f"/v1/groups/{{groupName}}{suffix}", method, op_id, summary, params=[_GROUP, _NS, *extra], **kwargs)
-    ns_path = _param("namespace", "path", _ref("Name"))
+    ns_path = param("namespace", "path", ref("Name"))
     operation(f"/v1/namespace/{{namespace}}/groups/{{groupName}}{suffix}", method, f"{op_id}InNamespace", summary,
               params=[ns_path, _GROUP, *extra], **kwargs)
 
@@ -209,10 +213,10 @@ def _group_operation(suffix: str, method: str, op_id: str, summary: str, **kwarg
 def _describe_registry() -> None:
     operation("/ping", "get", "ping", "Liveness check", errors=())
     operation("/v1/openapi.json", "get", "openapi", "This document", errors=())
-    list_params = [_param("continuationToken", "query", {"type": "string"}),
-                   _param("limit", "query", {"type": "integer", "minimum": 1})]
+    list_params = [param("continuationToken", "query", {"type": "string"}),
+                   param("limit", "query", {"type": "integer", "minimum": 1})]
     for prefix, params in (("/v1/groups", [_NS]),
-                           ("/v1/namespace/{namespace}/groups", [_param("namespace", "path", _ref("Name"))])):
+                           ("/v1/namespace/{namespace}/groups", [param("namespace", "path", ref("Name"))])):
         suffix = "InNamespace" if "namespace}" in prefix else ""
         operation(prefix, "get", f"listGroups{suffix}", "List groups", params=[*params, *list_params],
                   ok=(200, "ListGroupsResponse"), errors=(400,))
@@ -223,7 +227,7 @@ def _describe_registry() -> None:
     _group_operation("/history", "get", "getGroupHistory", "Schemas added, in order", ok=(200, "GroupHistory"))
     _group_operation("/compatibility", "put", "updateCompatibility", "Change the policy (compare-and-set)",
                      body="UpdateCompatibilityRequest", ok=(200, "GroupProperties"), errors=(400, 404, 409))
-    type_param = _param("type", "query", {"type": "string"}, required=False)
+    type_param = param("type", "query", {"type": "string"}, required=False)
     _group_operation("/schemas", "get", "getSchemas", "Latest schema per type", params=[type_param],
                      ok=(200, "SchemaVersionsList"))
     _group_operation("/schemas", "post", "addSchema", "Add a schema", body="SchemaInfo", ok=(201, "VersionInfo"),
@@ -236,14 +240,14 @@ def _describe_registry() -> None:
                      body="ValidateRequest", ok=(200, "Valid"), errors=(400, 404, 417))
     _group_operation("/schemas/versions/canRead", "post", "canRead", "Can the schema read all data",
                      body="SchemaInfo", ok=(200, "CanRead"), errors=(400, 404, 417))
-    id_param = _param("schemaId", "path", {"type": "integer"})
+    id_param = param("schemaId", "path", {"type": "integer"})
     _group_operation("/schemas/schema/{schemaId}", "get", "getSchemaForId", "Schema by id", params=[id_param],
                      ok=(200, "SchemaInfo"))
     _group_operation("/schemas/schema/{schemaId}", "delete", "deleteSchemaForId", "Soft-delete by id",
                      params=[id_param], ok=(204, None))
-    version_params = [_param("serializationFormat", "path", {"type": "string", "enum": list(FORMAT_NAMES)}),
-                      _param("type", "path", {"type": "string"}),
-                      _param("version", "path", {"type": "integer"})]
+    version_params = [param("serializationFormat", "path", {"type": "string", "enum": list(FORMAT_NAMES)}),
+                      param("type", "path", {"type": "string"}),
+                      param("version", "path", {"type": "integer"})]
     by_version = "/schemas/format/{serializationFormat}/type/{type}/versions/{version}"
     _group_operation(by_version, "get", "getSchemaFromVersion", "Schema by version", params=version_params,
                      ok=(200, "SchemaInfo"))
@@ -252,13 +256,13 @@ def _describe_registry() -> None:
     _group_operation("/encodings", "put", "getEncodingId", "Get or create an encoding id",
                      body="GetEncodingIdRequest", ok=(200, "EncodingId"), errors=(400, 404, 412))
     _group_operation("/encodings/{encodingId}", "get", "getEncodingInfo", "What an encoding id stands for",
-                     params=[_param("encodingId", "path", {"type": "integer"})], ok=(200, "EncodingInfo"))
+                     params=[param("encodingId", "path", {"type": "integer"})], ok=(200, "EncodingInfo"))
     _group_operation("/codecTypes", "get", "getCodecTypesList", "Codec types", ok=(200, "CodecTypes"))
     _group_operation("/codecTypes", "post", "addCodecType", "Register a codec type", body="CodecType",
                      ok=(201, None), errors=(400, 404, 409))
     for prefix, params in (("/v1/schemas/addedTo", [_NS]),
                            ("/v1/namespace/{namespace}/schemas/addedTo",
-                            [_param("namespace", "path", _ref("Name"))])):
+                            [param("namespace", "path", ref("Name"))])):
         operation(prefix, "post", "getSchemaReferences" + ("InNamespace" if "namespace}" in prefix else ""),
                   "Groups that hold a schema", params=params, body="SchemaInfo", ok=(200, "AddedTo"))
 

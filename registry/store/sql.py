@@ -85,19 +85,34 @@ def _schema_key(schema: ParsedSchema, full_type_name: str) -> Select[tuple[Schem
 
 
 class SqlRegistryStore(RegistryStore):
-    """RegistryStore on one SQLAlchemy engine."""
+    """RegistryStore on one SQLAlchemy engine.
 
-    def __init__(self, engine: Engine) -> None:
+    ``bound(session)`` gives a store whose operations join that session's transaction,
+    so that the catalog can create a stream, its group and its first schema atomically.
+    """
+
+    def __init__(self, engine: Engine, session: Session | None = None) -> None:
         self.engine = engine
         self._writer = writer(engine)
+        self._session = session
+
+    def bound(self, session: Session) -> SqlRegistryStore:
+        """This store, working inside ``session``'s transaction (which the caller commits)."""
+        return SqlRegistryStore(self.engine, session)
 
     @contextmanager
     def _read(self) -> Iterator[Session]:
+        if self._session is not None:
+            yield self._session
+            return
         with Session(self.engine, expire_on_commit=False) as session, session.begin():
             yield session
 
     @contextmanager
     def _write(self) -> Iterator[Session]:
+        if self._session is not None:
+            yield self._session
+            return
         with Session(self._writer, expire_on_commit=False) as session, session.begin():
             yield session
 
@@ -116,7 +131,7 @@ class SqlRegistryStore(RegistryStore):
 
     def create_group(self, namespace: Namespace, name: GroupName, properties: GroupProperties) -> None:
         try:
-            with self._write() as session:
+            with self._write() as session, session.begin_nested():
                 session.add(
                     GroupRow(
                         namespace=namespace,

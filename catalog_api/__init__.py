@@ -1,0 +1,1 @@
+"""The catalog API: scopes, streams, tables and commits over the registry."""

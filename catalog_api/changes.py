@@ -1,0 +1,115 @@
+"""Table changes (Spark's TableChange) applied to a StructType JSON schema.
+
+Columns are addressed by a path of names, as Spark does: ``["address", "zip"]`` for a
+nested field, ``element`` to step into an array's elements and ``key`` / ``value``
+into a map's.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from registry.errors import BadRequest
+
+Struct = dict[str, Any]
+
+#: Operations on columns; the other ops (properties, comment, policy) do not touch the schema.
+COLUMN_OPS = ("addColumn", "dropColumn", "renameColumn", "updateColumnType", "updateColumnNullability",
+              "updateColumnComment", "updateColumnPosition")
+TABLE_OPS = ("setProperty", "removeProperty", "setComment", "setCompatibility")
+
+
+def _dotted(path: Sequence[str]) -> str:
+    return ".".join(path)
+
+
+def _container(struct: Struct, path: Sequence[str], change: str) -> Struct:
+    """The struct that holds the column at ``path`` (path minus its last name)."""
+    node: Any = struct
+    for i, name in enumerate(path[:-1]):
+        if isinstance(node, dict) and node.get("type") == "array" and name == "element":
+            node = node["elementType"]
+            continue
+        if isinstance(node, dict) and node.get("type") == "map" and name in ("key", "value"):
+            node = node["keyType" if name == "key" else "valueType"]
+            continue
+        if not isinstance(node, dict) or node.get("type") != "struct":
+            raise BadRequest(f"{change}: {_dotted(path[:i])} is not a struct")
+        found = next((f for f in node["fields"] if f["name"] == name), None)
+        if found is None:
+            raise BadRequest(f"{change}: column {_dotted(path[: i + 1])} does not exist")
+        node = found["type"]
+    if not isinstance(node, dict) or node.get("type") != "struct":
+        raise BadRequest(f"{change}: {_dotted(path[:-1]) or 'the table'} is not a struct")
+    return node
+
+
+def _field_index(container: Struct, path: Sequence[str], change: str) -> int:
+    for i, f in enumerate(container["fields"]):
+        if f["name"] == path[-1]:
+            return i
+    raise BadRequest(f"{change}: column {_dotted(path)} does not exist")
+
+
+def _place(fields: list[Any], new: Any, position: dict[str, Any] | None, change: str, path: Sequence[str]) -> None:
+    if not position:
+        fields.append(new)
+    elif position.get("first"):
+        fields.insert(0, new)
+    elif "after" in position:
+        index = next((i for i, f in enumerate(fields) if f["name"] == position["after"]), None)
+        if index is None:
+            raise BadRequest(f"{change}: column {position['after']!r} to place {_dotted(path)} after does not exist")
+        fields.insert(index + 1, new)
+    else:
+        raise BadRequest(f"{change}: position must be {{'first': true}} or {{'after': name}}")
+
+
+def _path(change: dict[str, Any]) -> list[str]:
+    path = change.get("path")
+    if not path or not all(isinstance(p, str) and p for p in path):
+        raise BadRequest(f"{change.get('op')}: path must be a non-empty list of column names")
+    return list(path)
+
+
+def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> Struct:
+    """A new schema with the column changes applied in order; the input is left alone."""
+    result = copy.deepcopy(schema)
+    for change in changes:
+        op = change["op"]
+        if op not in COLUMN_OPS:
+            continue
+        path = _path(change)
+        container = _container(result, path, op)
+        fields = container["fields"]
+        if op == "addColumn":
+            if any(f["name"] == path[-1] for f in fields):
+                raise BadRequest(f"addColumn: column {_dotted(path)} already exists")
+            metadata = {"comment": change["comment"]} if change.get("comment") else {}
+            new = {"name": path[-1], "type": change["type"], "nullable": change.get("nullable", True),
+                   "metadata": metadata}
+            _place(fields, new, change.get("position"), op, path)
+            continue
+        index = _field_index(container, path, op)
+        target = fields[index]
+        if op == "dropColumn":
+            fields.pop(index)
+            if not fields and container is result:
+                raise BadRequest(f"dropColumn: cannot drop {_dotted(path)}, the table's last column")
+        elif op == "renameColumn":
+            new_name = change.get("newName")
+            if not new_name or any(f["name"] == new_name for f in fields):
+                raise BadRequest(f"renameColumn: new name {new_name!r} is empty or taken")
+            target["name"] = new_name
+        elif op == "updateColumnType":
+            target["type"] = change["type"]
+        elif op == "updateColumnNullability":
+            target["nullable"] = bool(change["nullable"])
+        elif op == "updateColumnComment":
+            target.setdefault("metadata", {})["comment"] = change.get("comment") or ""
+        elif op == "updateColumnPosition":
+            fields.pop(index)
+            _place(fields, target, change.get("position"), op, path)
+    return result

@@ -1,0 +1,112 @@
+"""Catalog tables: scopes, streams, table metadata, commits and their chunks.
+
+They share the registry's declarative base (one database, one Alembic history).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from registry.store.orm import NEVER_REUSED, Base
+
+
+class ScopeRow(Base):
+    """A scope: a Spark database, and the registry namespace of the same name."""
+
+    __tablename__ = "scopes"
+    __table_args__ = (NEVER_REUSED,)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    comment: Mapped[str] = mapped_column(Text, default="")
+    properties: Mapped[dict[str, Any]]
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class StreamRow(Base):
+    """A stream: an ordered list of commits of chunk files under one location."""
+
+    __tablename__ = "streams"
+    __table_args__ = (UniqueConstraint("scope_id", "name"), NEVER_REUSED)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    scope_id: Mapped[int] = mapped_column(ForeignKey("scopes.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    location: Mapped[str] = mapped_column(Text)
+    segments: Mapped[int]
+    retention_ms: Mapped[int | None] = mapped_column(BigInteger)
+    retention_bytes: Mapped[int | None] = mapped_column(BigInteger)
+    sealed: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: commits up to this number are cut off (truncation); 0 = nothing cut
+    truncated_at: Mapped[int] = mapped_column(default=0)
+    #: the newest commit number (0 = none yet); commits are numbered from 1
+    last_commit: Mapped[int] = mapped_column(default=0)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class TableRow(Base):
+    """A table: the view of a stream plus its schema group, as Spark sees it."""
+
+    __tablename__ = "tables"
+
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"), primary_key=True)
+    format: Mapped[str] = mapped_column(String(32))
+    type_name: Mapped[str] = mapped_column(String(1024))
+    schema: Mapped[dict[str, Any]]
+    schema_id: Mapped[int]
+    schema_version: Mapped[int]
+    comment: Mapped[str] = mapped_column(Text, default="")
+    properties: Mapped[dict[str, Any]]
+    #: bumped by every change of the table's metadata, for optimistic concurrency
+    version: Mapped[int]
+    updated_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class CommitRow(Base):
+    """One atomic commit of chunks to a stream."""
+
+    __tablename__ = "commits"
+    __table_args__ = (
+        UniqueConstraint("stream_id", "number"),
+        UniqueConstraint("stream_id", "writer_id", "writer_sequence"),
+        NEVER_REUSED,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"))
+    number: Mapped[int]
+    overwrite: Mapped[bool] = mapped_column(Boolean, default=False)
+    writer_id: Mapped[str | None] = mapped_column(String(255))
+    writer_sequence: Mapped[int | None] = mapped_column(BigInteger)
+    event_count: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    properties: Mapped[dict[str, Any]]
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class ChunkRow(Base):
+    """A chunk file made visible by a commit. Paths are relative to the stream's location."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (
+        UniqueConstraint("stream_id", "path"),
+        Index("ix_chunks_stream_commit", "stream_id", "commit_number"),
+        NEVER_REUSED,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"))
+    commit_id: Mapped[int] = mapped_column(ForeignKey("commits.id", ondelete="CASCADE"), index=True)
+    commit_number: Mapped[int]
+    path: Mapped[str] = mapped_column(String(1024))
+    kind: Mapped[str] = mapped_column(String(16))
+    segment: Mapped[int]
+    event_count: Mapped[int] = mapped_column(BigInteger)
+    bytes: Mapped[int] = mapped_column(BigInteger)
+    encoding_ids: Mapped[list[Any]] = mapped_column(JSON)
+    min_event_time: Mapped[int | None] = mapped_column(BigInteger)
+    max_event_time: Mapped[int | None] = mapped_column(BigInteger)
+    stats: Mapped[dict[str, Any]]

@@ -1,0 +1,52 @@
+"""Stream locations on any pyarrow filesystem (a local directory by default)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow.fs as pafs
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """A file under a stream's location: its path relative to the location, size and age."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def resolve(location: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and the path within it of a location URI or absolute local path."""
+    fs, path = pafs.FileSystem.from_uri(location)
+    return fs, path.rstrip("/")
+
+
+def join(location: str, *parts: str) -> str:
+    """``location`` with relative ``parts`` appended."""
+    return "/".join([location.rstrip("/"), *parts])
+
+
+def list_files(location: str) -> list[StoredFile]:
+    """Every file below ``location`` (none if it does not exist)."""
+    fs, root = resolve(location)
+    infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    return [
+        StoredFile(i.path[len(root) + 1 :], i.size or 0, i.mtime_ns or 0)
+        for i in infos
+        if i.type == pafs.FileType.File
+    ]
+
+
+def delete_tree(location: str) -> None:
+    """Remove ``location`` and everything below it, if it exists."""
+    fs, root = resolve(location)
+    if fs.get_file_info(root).type != pafs.FileType.NotFound:
+        fs.delete_dir(root)
+
+
+def delete_files(location: str, paths: list[str]) -> None:
+    """Remove files given relative to ``location``."""
+    fs, root = resolve(location)
+    for path in paths:
+        fs.delete_file(f"{root}/{path}")

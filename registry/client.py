@@ -1,0 +1,273 @@
+"""A Python client for every registry endpoint.
+
+Answers that never change (schema by id, encoding info, an encoding id once given)
+are cached for the life of the client. Errors are raised as the same typed errors
+the server uses (``registry.errors``), so callers catch ``IncompatibleSchema``,
+``GroupNotFound`` and so on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from registry import errors
+from registry.formats.base import Incompatibility
+from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
+from registry.model import (
+    NO_CODEC,
+    CodecType,
+    Compatibility,
+    EncodingInfo,
+    GroupProperties,
+    SchemaInfo,
+    SchemaWithVersion,
+    SerializationFormat,
+    VersionInfo,
+)
+
+
+def _error_classes() -> dict[str, type[errors.StreamcatError]]:
+    found: dict[str, type[errors.StreamcatError]] = {}
+    pending: list[type[errors.StreamcatError]] = [errors.StreamcatError]
+    while pending:
+        cls = pending.pop()
+        found.setdefault(cls.code, cls)
+        pending.extend(cls.__subclasses__())
+    return found
+
+
+_BY_STATUS: dict[int, type[errors.StreamcatError]] = {
+    400: errors.BadRequest,
+    404: errors.NotFound,
+    409: errors.Conflict,
+    412: errors.CodecNotRegistered,
+    413: errors.PayloadTooLarge,
+    417: errors.FormatMismatch,
+}
+
+
+def raise_for(response: requests.Response) -> None:
+    """Raise the typed error a non-2xx response stands for."""
+    if response.ok:
+        return
+    try:
+        body = response.json()["error"]
+        code, message = body["code"], body["message"]
+    except (ValueError, KeyError, TypeError):
+        body, code, message = {}, "", response.text or response.reason
+    cls = _error_classes().get(code) or _BY_STATUS.get(response.status_code, errors.StreamcatError)
+    if issubclass(cls, errors.IncompatibleSchema):
+        reasons = [Incompatibility(r["path"], r["message"]) for r in body.get("reasons", [])]
+        raise cls(message, reasons)
+    error = cls(message)
+    error.status = response.status_code
+    raise error
+
+
+def _schema_versions(body: dict[str, Any]) -> list[SchemaWithVersion]:
+    return [
+        SchemaWithVersion(SchemaInfo.from_json(s["schemaInfo"]), VersionInfo.from_json(s["versionInfo"]))
+        for s in body["schemas"]
+    ]
+
+
+def _reasons(body: dict[str, Any]) -> list[Incompatibility]:
+    return [Incompatibility(r["path"], r["message"]) for r in body.get("reasons", [])]
+
+
+class RegistryClient:
+    """Talks to a Streamcat (or Pravega) schema registry over REST."""
+
+    def __init__(
+        self,
+        url: str,
+        namespace: str | None = None,
+        *,
+        timeout: float = 30.0,
+        session: requests.Session | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.namespace = namespace or ""
+        self.timeout = timeout
+        self.http = session or requests.Session()
+        self._lock = threading.Lock()
+        self._schemas: dict[tuple[str, int], SchemaInfo] = {}
+        self._encodings: dict[tuple[str, int], EncodingInfo] = {}
+        self._encoding_ids: dict[tuple[str, VersionInfo, str], EncodingId] = {}
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _group_url(self, group: str, suffix: str = "") -> str:
+        return f"{self.url}/v1/groups/{quote(group, safe='')}{suffix}"
+
+    def _call(self, method: str, url: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
+        query = dict(params or {})
+        if self.namespace:
+            query["namespace"] = self.namespace
+        response = self.http.request(method, url, json=body, params=query, timeout=self.timeout)
+        raise_for(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        return response.json()
+
+    # -- groups ---------------------------------------------------------------------------------
+
+    def list_groups(self, page_size: int = 100) -> Iterator[tuple[GroupName, GroupProperties]]:
+        """Every group of the namespace, following continuation tokens."""
+        token: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": page_size}
+            if token:
+                params["continuationToken"] = token
+            body = self._call("GET", f"{self.url}/v1/groups", params=params)
+            for name, props in body["groups"].items():
+                yield GroupName(name), GroupProperties.from_json(props)
+            if len(body["groups"]) < page_size:
+                return
+            token = body["continuationToken"]
+
+    def create_group(self, group: str, properties: GroupProperties) -> None:
+        """Create a group; AlreadyExists if it does."""
+        self._call("POST", f"{self.url}/v1/groups", {"groupName": group, "groupProperties": properties.to_json()})
+
+    def get_group(self, group: str) -> GroupProperties:
+        """A group's properties."""
+        return GroupProperties.from_json(self._call("GET", self._group_url(group)))
+
+    def delete_group(self, group: str) -> None:
+        """Delete a group with all its schemas."""
+        self._call("DELETE", self._group_url(group))
+
+    def history(self, group: str) -> list[dict[str, Any]]:
+        """The group's history records, as JSON."""
+        return list(self._call("GET", self._group_url(group, "/history"))["history"])
+
+    def update_compatibility(
+        self, group: str, compatibility: Compatibility, previous: Compatibility | None = None
+    ) -> None:
+        """Change the policy; with ``previous``, only if it is still the current one."""
+        body: dict[str, Any] = {"compatibility": compatibility.to_json()}
+        if previous is not None:
+            body["previousCompatibility"] = previous.to_json()
+        self._call("PUT", self._group_url(group, "/compatibility"), body)
+
+    # -- schemas ----------------------------------------------------------------------------------
+
+    def add_schema(self, group: str, schema: SchemaInfo) -> VersionInfo:
+        """Register a schema (idempotent); IncompatibleSchema carries the reasons."""
+        return VersionInfo.from_json(self._call("POST", self._group_url(group, "/schemas"), schema.to_json()))
+
+    def latest_schemas(self, group: str, type_name: str | None = None) -> list[SchemaWithVersion]:
+        """The latest schema of each type (or of ``type_name``)."""
+        params = {"type": type_name} if type_name else None
+        return _schema_versions(self._call("GET", self._group_url(group, "/schemas"), params=params))
+
+    def versions(self, group: str, type_name: str | None = None) -> list[SchemaWithVersion]:
+        """Every live version, oldest first."""
+        params = {"type": type_name} if type_name else None
+        return _schema_versions(self._call("GET", self._group_url(group, "/schemas/versions"), params=params))
+
+    def find_version(self, group: str, schema: SchemaInfo) -> VersionInfo:
+        """The version of ``schema`` in the group; SchemaNotFound if absent."""
+        body = self._call("POST", self._group_url(group, "/schemas/versions/find"), schema.to_json())
+        return VersionInfo.from_json(body)
+
+    def validate(
+        self, group: str, schema: SchemaInfo, compatibility: Compatibility | None = None
+    ) -> list[Incompatibility]:
+        """Why the schema would be refused (empty list: it would be accepted)."""
+        body: dict[str, Any] = {"schemaInfo": schema.to_json()}
+        if compatibility is not None:
+            body["compatibility"] = compatibility.to_json()
+        return _reasons(self._call("POST", self._group_url(group, "/schemas/versions/validate"), body))
+
+    def can_read(self, group: str, schema: SchemaInfo) -> list[Incompatibility]:
+        """Why the schema cannot read all the group's data (empty list: it can)."""
+        return _reasons(self._call("POST", self._group_url(group, "/schemas/versions/canRead"), schema.to_json()))
+
+    def schema_by_id(self, group: str, schema_id: SchemaId) -> SchemaInfo:
+        """The schema with that id (cached: ids never change meaning)."""
+        key = (group, schema_id)
+        found = self._schemas.get(key)
+        if found is None:
+            found = SchemaInfo.from_json(self._call("GET", self._group_url(group, f"/schemas/schema/{schema_id}")))
+            with self._lock:
+                self._schemas[key] = found
+        return found
+
+    def _version_url(self, group: str, fmt: SerializationFormat, type_name: str, version: Version) -> str:
+        return self._group_url(group, f"/schemas/format/{fmt.name}/type/{quote(type_name, safe='')}/versions/{version}")
+
+    def schema_by_version(self, group: str, fmt: SerializationFormat, type_name: str, version: Version) -> SchemaInfo:
+        """The schema of a version."""
+        params = {"fullTypeName": fmt.full_type_name} if fmt.full_type_name else None
+        url = self._version_url(group, fmt, type_name, version)
+        return SchemaInfo.from_json(self._call("GET", url, params=params))
+
+    def delete_by_id(self, group: str, schema_id: SchemaId) -> None:
+        """Soft-delete by schema id."""
+        self._call("DELETE", self._group_url(group, f"/schemas/schema/{schema_id}"))
+
+    def delete_by_version(self, group: str, fmt: SerializationFormat, type_name: str, version: Version) -> None:
+        """Soft-delete by version."""
+        params = {"fullTypeName": fmt.full_type_name} if fmt.full_type_name else None
+        self._call("DELETE", self._version_url(group, fmt, type_name, version), params=params)
+
+    def added_to(self, schema: SchemaInfo) -> dict[GroupName, VersionInfo]:
+        """The groups holding ``schema``, with its version in each."""
+        body = self._call("POST", f"{self.url}/v1/schemas/addedTo", schema.to_json())
+        return {GroupName(k): VersionInfo.from_json(v) for k, v in body["groups"].items()}
+
+    # -- codecs and encodings -----------------------------------------------------------------------
+
+    def codec_types(self, group: str) -> list[CodecType]:
+        """Codec types registered in the group."""
+        body = self._call("GET", self._group_url(group, "/codecTypes"))
+        return [CodecType.from_json(c) for c in body["codecTypes"]]
+
+    def add_codec_type(self, group: str, codec: CodecType) -> None:
+        """Register a codec type."""
+        self._call("POST", self._group_url(group, "/codecTypes"), codec.to_json())
+
+    def encoding_id(self, group: str, version: VersionInfo, codec: CodecName = NO_CODEC) -> EncodingId:
+        """Get or create the encoding id of (version, codec) (cached)."""
+        key = (group, version, codec)
+        found = self._encoding_ids.get(key)
+        if found is None:
+            body = self._call("PUT", self._group_url(group, "/encodings"),
+                              {"versionInfo": version.to_json(), "codecType": codec})
+            found = EncodingId(body["encodingId"])
+            with self._lock:
+                self._encoding_ids[key] = found
+        return found
+
+    def encoding_info(self, group: str, encoding: EncodingId) -> EncodingInfo:
+        """What an encoding id stands for (cached: encoding ids are immutable)."""
+        key = (group, encoding)
+        found = self._encodings.get(key)
+        if found is None:
+            body = self._call("GET", self._group_url(group, f"/encodings/{encoding}"))
+            found = EncodingInfo(
+                encoding,
+                SchemaInfo.from_json(body["schemaInfo"]),
+                VersionInfo.from_json(body["versionInfo"]),
+                CodecType.from_json(body["codecType"]),
+            )
+            with self._lock:
+                self._encodings[key] = found
+        return found
+
+    def ping(self) -> bool:
+        """Whether the server answers."""
+        return self.http.get(f"{self.url}/ping", timeout=self.timeout).ok
+
+
+def schema_info(fmt: str, data: bytes | str, type_name: str = "", **properties: str) -> SchemaInfo:
+    """A SchemaInfo from a format name and schema text or bytes (a convenience for callers)."""
+    raw = data.encode() if isinstance(data, str) else data
+    return SchemaInfo(TypeName(type_name), SerializationFormat(fmt), raw, dict(properties))

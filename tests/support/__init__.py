@@ -1,0 +1,1 @@
+"""Real servers for the tests: PostgreSQL, the HTTP server, free ports."""

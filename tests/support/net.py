@@ -1,0 +1,70 @@
+"""Ports and HTTP servers on 127.0.0.1."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import requests
+from flask import Flask
+from werkzeug.serving import make_server
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, timeout: float = 30.0, process: subprocess.Popen[bytes] | None = None) -> None:
+    """Poll ``url`` until it answers 200."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}")
+        try:
+            if requests.get(url, timeout=1).ok:
+                return
+        except requests.ConnectionError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up in {timeout} s")
+
+
+@contextmanager
+def serve_in_thread(app: Flask) -> Iterator[str]:
+    """Serve ``app`` with werkzeug's threaded server on a free port; yields the base URL."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=10)
+
+
+@contextmanager
+def serve_with_gunicorn(env: dict[str, str], workers: int = 2) -> Iterator[str]:
+    """Run ``streamcat serve`` (gunicorn) as a child process; yields the base URL."""
+    port = free_port()
+    env = {**env, "STREAMCAT_PORT": str(port), "STREAMCAT_HOST": "127.0.0.1", "STREAMCAT_WORKERS": str(workers)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "registry.cli", "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(f"{url}/ping", process=process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
