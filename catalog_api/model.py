@@ -160,6 +160,7 @@ class Chunk:
             min_event_time=_optional_int(body, "minEventTime"),
             max_event_time=_optional_int(body, "maxEventTime"),
             stats=dict(body.get("stats") or {}),
+            commit=int(body.get("commit") or 0),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""The client-side data path: chunk files, stream writers and readers."""

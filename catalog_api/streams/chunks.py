@@ -1,0 +1,132 @@
+"""Chunk files: immutable, self-describing, readable with plain Python.
+
+Event chunk (written by producers)::
+
+    b"SCEV" 0x01 0x00 0x00 0x00          magic, format version, reserved
+    { uint32 big-endian length, event }*  each event in the wire format of DESIGN.md
+                                          (0x01, encoding id int32 BE, payload)
+
+Columnar chunk (written by Spark): a Parquet file, all rows in one schema version, whose
+key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from catalog_api import storage
+
+EVENT_MAGIC = b"SCEV\x01\x00\x00\x00"
+ENCODING_ID_KEY = b"streamcat.encoding_id"
+CHUNK_VERSION_KEY = b"streamcat.chunk_version"
+_LENGTH = struct.Struct(">I")
+
+
+class ChunkFormatError(ValueError):
+    """A chunk file is not in the format its kind says."""
+
+
+@dataclass
+class ChunkStats:
+    """What a chunk writer learned while writing: counts and per-column statistics."""
+
+    event_count: int = 0
+    bytes: int = 0
+    encoding_ids: set[int] = field(default_factory=set)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def write_event_chunk(location: str, path: str, events: Iterable[bytes]) -> ChunkStats:
+    """Write events (wire-format bytes) to ``location/path``; returns counts and encoding ids."""
+    fs, root = storage.resolve(location)
+    full = f"{root}/{path}"
+    fs.create_dir(full.rsplit("/", 1)[0], recursive=True)
+    result = ChunkStats()
+    buffer = bytearray(EVENT_MAGIC)
+    for event in events:
+        if len(event) < 5 or event[0] != 1:
+            raise ChunkFormatError("an event must start with the wire header (0x01 and an encoding id)")
+        result.encoding_ids.add(int.from_bytes(event[1:5], "big"))
+        buffer += _LENGTH.pack(len(event))
+        buffer += event
+        result.event_count += 1
+    with fs.open_output_stream(full) as out:
+        out.write(bytes(buffer))
+    result.bytes = len(buffer)
+    return result
+
+
+def parse_event_chunk(data: bytes) -> Iterator[memoryview]:
+    """The events of an event chunk's bytes, in order."""
+    if not data.startswith(EVENT_MAGIC[:5]):
+        raise ChunkFormatError("not an event chunk (bad magic)")
+    view = memoryview(data)
+    offset, end = len(EVENT_MAGIC), len(data)
+    while offset < end:
+        if offset + 4 > end:
+            raise ChunkFormatError(f"event chunk truncated at byte {offset}")
+        (length,) = _LENGTH.unpack_from(view, offset)
+        offset += 4
+        if offset + length > end:
+            raise ChunkFormatError(f"event chunk truncated at byte {offset}")
+        yield view[offset : offset + length]
+        offset += length
+
+
+def read_event_chunk(location: str, path: str) -> Iterator[memoryview]:
+    """The events of the event chunk at ``location/path``."""
+    fs, root = storage.resolve(location)
+    with fs.open_input_file(f"{root}/{path}") as f:
+        data = f.read()
+    return parse_event_chunk(data)
+
+
+def column_stats(table: pa.Table) -> dict[str, Any]:
+    """Min, max and null count of each primitive column, JSON-ready (for pruning reads)."""
+    columns: dict[str, Any] = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        kind = column.type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
+                or pa.types.is_boolean(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind)):
+            continue
+        entry: dict[str, Any] = {"nulls": column.null_count}
+        if column.null_count < len(column):
+            if pa.types.is_date(kind) or pa.types.is_timestamp(kind):
+                column = column.cast(pa.int32() if pa.types.is_date32(kind) else pa.int64())
+            bounds = pc.min_max(column).as_py()
+            if not (pa.types.is_floating(kind) and any(v != v for v in bounds.values())):  # NaN is not JSON
+                entry.update(bounds)
+        columns[name] = entry
+    return {"columns": columns, "rows": table.num_rows}
+
+
+def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id: int) -> ChunkStats:
+    """Write ``table`` as a Parquet chunk whose rows are all of one encoding id."""
+    fs, root = storage.resolve(location)
+    full = f"{root}/{path}"
+    fs.create_dir(full.rsplit("/", 1)[0], recursive=True)
+    metadata = dict(table.schema.metadata or {})
+    metadata[ENCODING_ID_KEY] = str(encoding_id).encode()
+    metadata[CHUNK_VERSION_KEY] = b"1"
+    table = table.replace_schema_metadata(metadata)
+    pq.write_table(table, full, filesystem=fs, compression="zstd")
+    size = fs.get_file_info(full).size or 0
+    return ChunkStats(event_count=table.num_rows, bytes=size, encoding_ids={encoding_id}, stats=column_stats(table))
+
+
+def read_columnar_chunk(location: str, path: str, columns: list[str] | None = None) -> tuple[pa.Table, int]:
+    """The rows of a Parquet chunk and the encoding id they were written with."""
+    fs, root = storage.resolve(location)
+    with fs.open_input_file(f"{root}/{path}") as source:
+        parquet = pq.ParquetFile(source)
+        raw = (parquet.schema_arrow.metadata or {}).get(ENCODING_ID_KEY)
+        if raw is None:
+            raise ChunkFormatError(f"{path} is not a columnar chunk (no {ENCODING_ID_KEY.decode()} metadata)")
+        return parquet.read(columns=columns), int(raw)
