@@ -64,7 +64,9 @@ def raise_for(response: requests.Response) -> None:
     if issubclass(cls, errors.IncompatibleSchema):
         reasons = [Incompatibility(r["path"], r["message"]) for r in body.get("reasons", [])]
         raise cls(message, reasons)
-    error = cls(message)
+    # Subclasses may take more constructor arguments; the message is what travels.
+    error = cls.__new__(cls)
+    errors.StreamcatError.__init__(error, message)
     error.status = response.status_code
     raise error
 
