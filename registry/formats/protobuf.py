@@ -7,7 +7,10 @@ the FileDescriptorSet, so that every client gets descriptors back, as in Pravega
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2, json_format
@@ -15,42 +18,44 @@ from google.protobuf.message import DecodeError
 
 from registry.errors import InvalidSchema
 from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
-from registry.formats.protobuf_compat import check_protobuf
+from registry.formats.protobuf_compat import DescriptorSetError, check_protobuf, load_descriptor_set
 
-_PROTO_TEXT = re.compile(rb"^\s*(//[^\n]*\n\s*|/\*.*?\*/\s*)*(syntax|edition|package|message|import|option|enum)\b", re.S)
+_PROTO_TEXT = re.compile(
+    rb"^\s*(//[^\n]*\n\s*|/\*.*?\*/\s*)*(syntax|edition|package|message|import|option|enum)\b", re.S
+)
+
+
+# Calls the compiler extension directly: importing grpc_tools.protoc would load grpc too.
+_RUN_PROTOC = (
+    "import sys\n"
+    "from grpc_tools import _protoc_compiler\n"
+    "sys.exit(_protoc_compiler.run_main([a.encode() for a in sys.argv[1:]]))"
+)
 
 
 def compile_proto(text: bytes) -> descriptor_pb2.FileDescriptorSet:
     """Compile one ``.proto`` file with protoc into a FileDescriptorSet (imports included)."""
-    from grpc_tools import protoc  # imported here: loading protoc costs time and memory
+    return descriptor_pb2.FileDescriptorSet.FromString(_compiled(text))
 
+
+@lru_cache(maxsize=256)
+def _compiled(text: bytes) -> bytes:
+    # protoc runs in a child process (~0.1 s); the same text always compiles the same.
     with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
         source = Path(tmp) / "schema.proto"
         source.write_bytes(text)
         out = Path(tmp) / "out.desc"
-        include = protoc_include_dir()
-        errors = Path(tmp) / "errors.txt"
-        # protoc reports errors on stderr of this process; capture them through a file
-        # descriptor redirect so that the message can name the problem.
-        import os
-
-        saved = os.dup(2)
-        with errors.open("wb") as err:
-            os.dup2(err.fileno(), 2)
-            try:
-                code = protoc.main(
-                    ["protoc", f"-I{tmp}", f"-I{include}", "--include_imports",
-                     f"--descriptor_set_out={out}", str(source)]
-                )
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-        if code != 0:
-            message = errors.read_text(errors="replace").strip().replace(f"{tmp}/", "")
+        # A child process: protoc reports on stderr, which a threaded server cannot
+        # borrow, and a protoc crash must not take the server down.
+        args = ["protoc", f"-I{tmp}", f"-I{protoc_include_dir()}", "--include_imports",
+                f"--descriptor_set_out={out}", str(source)]
+        result = subprocess.run(
+            [sys.executable, "-c", _RUN_PROTOC, *args], capture_output=True, text=True, timeout=60, check=False
+        )
+        if result.returncode != 0:
+            message = result.stderr.strip().replace(f"{tmp}/", "")
             raise InvalidSchema(f"invalid .proto: {message or 'protoc failed'}")
-        fds = descriptor_pb2.FileDescriptorSet()
-        fds.ParseFromString(out.read_bytes())
-        return fds
+        return out.read_bytes()
 
 
 def protoc_include_dir() -> str:
@@ -88,7 +93,9 @@ class ProtobufFormat(SchemaFormat):
             try:
                 fds.ParseFromString(data)
             except (DecodeError, RuntimeWarning) as e:
-                raise InvalidSchema(f"Protobuf schemaData is neither a FileDescriptorSet nor .proto text: {e}") from None
+                raise InvalidSchema(
+                    f"Protobuf schemaData is neither a FileDescriptorSet nor .proto text: {e}"
+                ) from None
             if not fds.file:
                 raise InvalidSchema("Protobuf FileDescriptorSet holds no files")
         names = message_names(fds)
@@ -98,6 +105,10 @@ class ProtobufFormat(SchemaFormat):
             known = ", ".join(sorted(names)) or "none"
             raise InvalidSchema(f"message {type_name!r} is not in the Protobuf schema (messages: {known})")
         stored = fds.SerializeToString(deterministic=True)
+        try:
+            load_descriptor_set(stored)
+        except DescriptorSetError as e:
+            raise InvalidSchema(f"Protobuf descriptor set does not load: {e}") from None
         return ParsedSchema(self.name, type_name, stored, type_name.encode() + b"\0" + stored, fds)
 
     def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
