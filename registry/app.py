@@ -54,8 +54,10 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     Streamcat.init_app(app, settings)
 
     from catalog_api.api import register as register_catalog
+    from registry import observability
     from registry.api import groups, meta, schemas
 
+    observability.init_app(app)
     app.register_blueprint(meta.bp)
     app.register_blueprint(groups.bp, url_prefix="/v1/groups")
     app.register_blueprint(groups.bp, url_prefix="/v1/namespace/<namespace>/groups", name="ns_groups")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -54,8 +56,12 @@ def serve(host: str | None, port: int | None, workers: int | None, do_migrate: b
         migrate.require_current(settings.database_url)
     except migrate.SchemaBehind as e:
         raise click.ClickException(e.message) from None
+    # Workers write their metrics to files that /metrics sums; set before prometheus loads.
+    os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="streamcat-metrics-"))
+    from registry.observability import configure_logging
     from registry.wsgi import run
 
+    configure_logging()
     run(settings)
 
 
@@ -113,6 +119,38 @@ def check() -> None:
         lines = "\n  ".join(drift)
         raise click.ClickException(f"the models and the migrations differ; add a revision:\n  {lines}")
     click.echo("database is at head and matches the models")
+
+
+@main.command("backup")
+@click.option("--out", "out_path", required=True, help="file to write ('-' for standard output)")
+def backup_command(out_path: str) -> None:
+    """Write every namespace, group, schema, encoding, scope, stream, table and commit to a file."""
+    from registry import backup
+    from registry.db import make_engine
+
+    engine = make_engine(_settings().database_url)
+    with click.open_file(out_path, "w") as out:
+        counts = backup.backup(engine, out)
+    click.echo(f"backed up {sum(counts.values())} rows: {counts}", err=True)
+
+
+@main.command("restore")
+@click.argument("source")
+@click.option("--merge", is_flag=True, help="allow a non-empty database; rows already there are skipped")
+def restore_command(source: str, merge: bool) -> None:
+    """Load a backup into a migrated, empty database (ids preserved)."""
+    from registry import backup
+    from registry.db import make_engine
+
+    settings = _settings()
+    _prepare_local_paths(settings)
+    engine = make_engine(settings.database_url)
+    try:
+        with click.open_file(source, "r") as f:
+            counts = backup.restore(engine, f, merge=merge)
+    except backup.BackupError as e:
+        raise click.ClickException(e.message) from None
+    click.echo(f"restored {sum(counts.values())} rows: {counts}", err=True)
 
 
 def run(argv: list[str] | None = None) -> Any:

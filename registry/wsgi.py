@@ -6,9 +6,15 @@ from typing import Any
 
 from flask import Flask
 from gunicorn.app.base import BaseApplication
+from prometheus_client import multiprocess
 
 from registry.app import create_app
 from registry.config import Settings
+
+
+def _child_exit(_server: Any, worker: Any) -> None:
+    # A dead worker's live gauges must leave the multiprocess metrics sum.
+    multiprocess.mark_process_dead(worker.pid)
 
 
 class GunicornServer(BaseApplication):  # type: ignore[misc]
@@ -27,6 +33,7 @@ class GunicornServer(BaseApplication):  # type: ignore[misc]
             "keepalive": 5,
             # several servers may run on one machine (tests, replicas); none uses gunicornc
             "control_socket_disable": True,
+            "child_exit": _child_exit,
             **(options or {}),
         }
         super().__init__()

@@ -213,6 +213,9 @@ def _group_operation(suffix: str, method: str, op_id: str, summary: str, **kwarg
 def _describe_registry() -> None:
     operation("/ping", "get", "ping", "Liveness check", errors=())
     operation("/v1/openapi.json", "get", "openapi", "This document", errors=())
+    operation("/health/live", "get", "live", "The process answers", errors=())
+    operation("/health/ready", "get", "ready", "Database reachable and migrated (503 if not)", errors=())
+    operation("/metrics", "get", "metrics", "Prometheus metrics", errors=())
     list_params = [param("continuationToken", "query", {"type": "string"}),
                    param("limit", "query", {"type": "integer", "minimum": 1})]
     for prefix, params in (("/v1/groups", [_NS]),
