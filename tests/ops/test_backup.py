@@ -124,7 +124,7 @@ def test_backup_streams_in_constant_memory(tmp_path: Path) -> None:
     with engine.begin() as conn:
         conn.execute(insert(SchemaRow), [
             {"serialization_format": "Any", "full_type_name": "", "type_name": f"t{i}", "fingerprint": f"{i:064d}",
-             "data": b"x" * 1000, "created_at": 0} for i in range(20_000)
+             "data": b"x" * 5000, "created_at": 0} for i in range(4_000)
         ])
 
     class Sink(io.StringIO):
