@@ -16,8 +16,15 @@ from registry.errors import BadRequest
 Struct = dict[str, Any]
 
 #: Operations on columns; the other ops (properties, comment, policy) do not touch the schema.
-COLUMN_OPS = ("addColumn", "dropColumn", "renameColumn", "updateColumnType", "updateColumnNullability",
-              "updateColumnComment", "updateColumnPosition")
+COLUMN_OPS = (
+    "addColumn",
+    "dropColumn",
+    "renameColumn",
+    "updateColumnType",
+    "updateColumnNullability",
+    "updateColumnComment",
+    "updateColumnPosition",
+)
 TABLE_OPS = ("setProperty", "removeProperty", "setComment", "setCompatibility")
 
 
@@ -88,8 +95,12 @@ def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> S
             if any(f["name"] == path[-1] for f in fields):
                 raise BadRequest(f"addColumn: column {_dotted(path)} already exists")
             metadata = {"comment": change["comment"]} if change.get("comment") else {}
-            new = {"name": path[-1], "type": change["type"], "nullable": change.get("nullable", True),
-                   "metadata": metadata}
+            new = {
+                "name": path[-1],
+                "type": change["type"],
+                "nullable": change.get("nullable", True),
+                "metadata": metadata,
+            }
             _place(fields, new, change.get("position"), op, path)
             continue
         index = _field_index(container, path, op)

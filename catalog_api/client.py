@@ -47,8 +47,9 @@ class CatalogClient:
 
     def create_scope(self, name: str, comment: str = "", properties: dict[str, str] | None = None) -> dict[str, Any]:
         """Create a scope."""
-        return dict(self._call("POST", "/v1/scopes", {"scopeName": name, "comment": comment,
-                                                       "properties": properties or {}}))
+        return dict(
+            self._call("POST", "/v1/scopes", {"scopeName": name, "comment": comment, "properties": properties or {}})
+        )
 
     def get_scope(self, name: str) -> dict[str, Any]:
         """A scope."""
@@ -58,8 +59,13 @@ class CatalogClient:
         """Every scope."""
         return list(self._pages("/v1/scopes", "scopes"))
 
-    def update_scope(self, name: str, properties: dict[str, str] | None = None, remove: Sequence[str] = (),
-                     comment: str | None = None) -> dict[str, Any]:
+    def update_scope(
+        self,
+        name: str,
+        properties: dict[str, str] | None = None,
+        remove: Sequence[str] = (),
+        comment: str | None = None,
+    ) -> dict[str, Any]:
         """Set or remove properties, change the comment."""
         body = {"properties": properties or {}, "removeProperties": list(remove), "comment": comment}
         return dict(self._call("PUT", f"/v1/scopes/{_q(name)}", body))
@@ -70,12 +76,22 @@ class CatalogClient:
 
     # -- streams ----------------------------------------------------------------------------------
 
-    def create_stream(self, scope: str, name: str, segments: int = 1, location: str | None = None,
-                      retention_ms: int | None = None, retention_bytes: int | None = None) -> dict[str, Any]:
+    def create_stream(
+        self,
+        scope: str,
+        name: str,
+        segments: int = 1,
+        location: str | None = None,
+        retention_ms: int | None = None,
+        retention_bytes: int | None = None,
+    ) -> dict[str, Any]:
         """Create a stream."""
-        body = {"streamName": name, "scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": segments},
-                "retentionPolicy": {"retentionTimeMillis": retention_ms, "retentionSizeBytes": retention_bytes},
-                "location": location}
+        body = {
+            "streamName": name,
+            "scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": segments},
+            "retentionPolicy": {"retentionTimeMillis": retention_ms, "retentionSizeBytes": retention_bytes},
+            "location": location,
+        }
         return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/streams", body))
 
     def get_stream(self, scope: str, name: str) -> dict[str, Any]:
@@ -100,13 +116,29 @@ class CatalogClient:
 
     # -- tables -----------------------------------------------------------------------------------
 
-    def create_table(self, scope: str, name: str, schema: dict[str, Any], fmt: str = "avro",
-                     properties: dict[str, str] | None = None, comment: str = "", segments: int = 1,
-                     location: str | None = None, compatibility: dict[str, Any] | None = None) -> dict[str, Any]:
+    def create_table(
+        self,
+        scope: str,
+        name: str,
+        schema: dict[str, Any],
+        fmt: str = "avro",
+        properties: dict[str, str] | None = None,
+        comment: str = "",
+        segments: int = 1,
+        location: str | None = None,
+        compatibility: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Create a table: stream, group and first schema version, atomically."""
-        body = {"tableName": name, "schema": schema, "format": fmt, "properties": properties or {},
-                "comment": comment, "scalingPolicy": {"minSegments": segments}, "location": location,
-                "compatibility": compatibility}
+        body = {
+            "tableName": name,
+            "schema": schema,
+            "format": fmt,
+            "properties": properties or {},
+            "comment": comment,
+            "scalingPolicy": {"minSegments": segments},
+            "location": location,
+            "compatibility": compatibility,
+        }
         return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/tables", body))
 
     def get_table(self, scope: str, name: str) -> dict[str, Any]:
@@ -117,8 +149,9 @@ class CatalogClient:
         """Every table of a scope."""
         return list(self._pages(f"/v1/scopes/{_q(scope)}/tables", "tables"))
 
-    def alter_table(self, scope: str, name: str, changes: Sequence[dict[str, Any]],
-                    expected_version: int | None = None) -> dict[str, Any]:
+    def alter_table(
+        self, scope: str, name: str, changes: Sequence[dict[str, Any]], expected_version: int | None = None
+    ) -> dict[str, Any]:
         """Apply table changes (see catalog_api.changes)."""
         body = {"changes": list(changes), "expectedVersion": expected_version}
         return dict(self._call("PATCH", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}", body))
@@ -129,22 +162,37 @@ class CatalogClient:
 
     # -- commits ----------------------------------------------------------------------------------
 
-    def commit(self, scope: str, stream: str, chunks: Sequence[Chunk], *, overwrite: bool = False,
-               writer_id: str | None = None, writer_sequence: int | None = None,
-               properties: dict[str, str] | None = None) -> dict[str, Any]:
+    def commit(
+        self,
+        scope: str,
+        stream: str,
+        chunks: Sequence[Chunk],
+        *,
+        overwrite: bool = False,
+        writer_id: str | None = None,
+        writer_sequence: int | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Append chunks as one commit; ``duplicate`` in the answer tells a repeated (writer, sequence)."""
-        body = {"chunks": [_chunk_body(c) for c in chunks], "overwrite": overwrite, "writerId": writer_id,
-                "writerSequence": writer_sequence, "properties": properties or {}}
+        body = {
+            "chunks": [_chunk_body(c) for c in chunks],
+            "overwrite": overwrite,
+            "writerId": writer_id,
+            "writerSequence": writer_sequence,
+            "properties": properties or {},
+        }
         return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits", body))
 
     def commits(self, scope: str, stream: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Commit history after a commit number."""
-        body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits",
-                          params={"after": after, "limit": limit})
+        body = self._call(
+            "GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits", params={"after": after, "limit": limit}
+        )
         return list(body["commits"])
 
-    def snapshot(self, scope: str, stream: str, cut: int | None = None, as_of_time: int | None = None,
-                 after: int | None = None) -> tuple[int, list[Chunk]]:
+    def snapshot(
+        self, scope: str, stream: str, cut: int | None = None, as_of_time: int | None = None, after: int | None = None
+    ) -> tuple[int, list[Chunk]]:
         """(stream cut, chunks) visible at a cut / time, or appended after ``after``."""
         params = {k: v for k, v in {"streamCut": cut, "asOfTime": as_of_time, "after": after}.items() if v is not None}
         body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/chunks", params=params)

@@ -25,8 +25,12 @@ class Scope:
 
     def to_json(self) -> dict[str, Any]:
         """The REST shape."""
-        return {"scopeName": self.name, "comment": self.comment, "properties": dict(self.properties),
-                "createdAt": self.created_at}
+        return {
+            "scopeName": self.name,
+            "comment": self.comment,
+            "properties": dict(self.properties),
+            "createdAt": self.created_at,
+        }
 
 
 @dataclass(frozen=True)

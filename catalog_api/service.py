@@ -21,9 +21,19 @@ from registry.store.base import RegistryStore
 
 #: Default policy of a table's group, as in Confluent's registry.
 DEFAULT_POLICY = "Backward"
-_POLICY_NAMES = {p.lower().replace("_", ""): p for p in (
-    "AllowAny", "DenyAll", "Backward", "Forward", "Full", "BackwardTransitive", "ForwardTransitive", "FullTransitive",
-)}
+_POLICY_NAMES = {
+    p.lower().replace("_", ""): p
+    for p in (
+        "AllowAny",
+        "DenyAll",
+        "Backward",
+        "Forward",
+        "Full",
+        "BackwardTransitive",
+        "ForwardTransitive",
+        "FullTransitive",
+    )
+}
 #: Table properties that steer the catalog rather than being stored as they are.
 POLICY_PROPERTY = "compatibility"
 
@@ -52,7 +62,7 @@ class TableRequest:
     compatibility: Compatibility | None = None
     comment: str = ""
     properties: dict[str, str] = field(default_factory=dict)
-    config: StreamConfig = StreamConfig()
+    config: StreamConfig = field(default_factory=StreamConfig)
     location: str | None = None
 
 
@@ -123,8 +133,9 @@ class CatalogService:
         location = request.location or self.default_location(scope, request.name)
         return self.store.create_table(scope, request.name, request.config, location, spec, register)
 
-    def alter_table(self, scope: str, name: str, expected_version: int | None,
-                    changes: Sequence[dict[str, Any]]) -> Table:
+    def alter_table(
+        self, scope: str, name: str, expected_version: int | None, changes: Sequence[dict[str, Any]]
+    ) -> Table:
         """Apply Spark's table changes; a new schema must pass the group's policy (409 with reasons)."""
         unknown = [c.get("op") for c in changes if c.get("op") not in COLUMN_OPS + TABLE_OPS]
         if unknown:
@@ -137,8 +148,7 @@ class CatalogService:
             for change in changes:
                 op = change["op"]
                 if op == "setProperty" and change.get("key") == POLICY_PROPERTY:
-                    registry.update_compatibility(namespace, group, policy_from_property(str(change["value"])),
-                                                  None)
+                    registry.update_compatibility(namespace, group, policy_from_property(str(change["value"])), None)
                 elif op == "setProperty":
                     properties[str(change["key"])] = str(change["value"])
                 elif op == "removeProperty":
@@ -146,8 +156,9 @@ class CatalogService:
                 elif op == "setComment":
                     comment = str(change.get("comment") or "")
                 elif op == "setCompatibility":
-                    registry.update_compatibility(namespace, group, Compatibility.from_json(change["compatibility"]),
-                                                  None)
+                    registry.update_compatibility(
+                        namespace, group, Compatibility.from_json(change["compatibility"]), None
+                    )
             schema = apply_column_changes(table.schema, changes)
             version = None
             if schema != table.schema:
@@ -167,19 +178,35 @@ class CatalogService:
 
     # -- commits ----------------------------------------------------------------------------------
 
-    def commit(self, scope: str, stream: str, chunks: Sequence[Chunk], *, overwrite: bool = False,
-               writer_id: str | None = None, writer_sequence: int | None = None,
-               properties: dict[str, str] | None = None) -> Commit:
+    def commit(
+        self,
+        scope: str,
+        stream: str,
+        chunks: Sequence[Chunk],
+        *,
+        overwrite: bool = False,
+        writer_id: str | None = None,
+        writer_sequence: int | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> Commit:
         """Make chunk files visible, all at once."""
         if not chunks and not overwrite:
             raise BadRequest("a commit needs at least one chunk (or overwrite, to empty the stream)")
         if (writer_id is None) != (writer_sequence is None):
             raise BadRequest("writerId and writerSequence go together")
-        return self.store.commit(scope, stream, chunks, overwrite=overwrite, writer_id=writer_id,
-                                 writer_sequence=writer_sequence, properties=properties or {})
+        return self.store.commit(
+            scope,
+            stream,
+            chunks,
+            overwrite=overwrite,
+            writer_id=writer_id,
+            writer_sequence=writer_sequence,
+            properties=properties or {},
+        )
 
-    def snapshot(self, scope: str, stream: str, cut: int | None = None, as_of_time: int | None = None,
-                 after: int | None = None) -> Snapshot:
+    def snapshot(
+        self, scope: str, stream: str, cut: int | None = None, as_of_time: int | None = None, after: int | None = None
+    ) -> Snapshot:
         """Chunks to read at a cut, as of a time, or appended after a position."""
         return self.store.snapshot(scope, stream, cut, as_of_time, after)
 

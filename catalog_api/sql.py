@@ -112,7 +112,9 @@ class SqlCatalogStore(CatalogStore):
             raise StreamNotFound(f"stream {name!r} not found in scope {scope!r}")
         return row
 
-    def _table_parts(self, session: Session, scope: str, name: str, *, lock: bool = False) -> tuple[StreamRow, TableRow]:
+    def _table_parts(
+        self, session: Session, scope: str, name: str, *, lock: bool = False
+    ) -> tuple[StreamRow, TableRow]:
         try:
             stream = self._stream_row(session, scope, name, lock=lock)
         except StreamNotFound:
@@ -131,8 +133,9 @@ class SqlCatalogStore(CatalogStore):
             format=table.format,
             type_name=table.type_name,
             schema=dict(table.schema),
-            schema_version=VersionInfo(TypeName(table.type_name), Version(table.schema_version),
-                                       SchemaId(table.schema_id)),
+            schema_version=VersionInfo(
+                TypeName(table.type_name), Version(table.schema_version), SchemaId(table.schema_id)
+            ),
             compatibility=group.compatibility,
             comment=table.comment,
             properties=dict(table.properties),
@@ -144,8 +147,9 @@ class SqlCatalogStore(CatalogStore):
     def create_scope(self, scope: Scope) -> Scope:
         try:
             with self._write() as session:
-                row = ScopeRow(name=scope.name, comment=scope.comment, properties=dict(scope.properties),
-                               created_at=now_ms())
+                row = ScopeRow(
+                    name=scope.name, comment=scope.comment, properties=dict(scope.properties), created_at=now_ms()
+                )
                 session.add(row)
                 session.flush()
                 return _scope(row)
@@ -162,8 +166,9 @@ class SqlCatalogStore(CatalogStore):
             rows = session.scalars(select(ScopeRow).where(ScopeRow.id > after).order_by(ScopeRow.id).limit(limit)).all()
         return Page([_scope(r) for r in rows], str(rows[-1].id if rows else after))
 
-    def alter_scope(self, name: str, set_properties: dict[str, str], remove: Sequence[str],
-                    comment: str | None) -> Scope:
+    def alter_scope(
+        self, name: str, set_properties: dict[str, str], remove: Sequence[str], comment: str | None
+    ) -> Scope:
         with self._write() as session:
             row = self._scope_row(session, name, lock=True)
             properties = {k: v for k, v in row.properties.items() if k not in remove}
@@ -190,12 +195,20 @@ class SqlCatalogStore(CatalogStore):
 
     # -- streams ---------------------------------------------------------------------------------
 
-    def _insert_stream(self, session: Session, scope: str, name: str, config: StreamConfig,
-                       location: str) -> StreamRow:
+    def _insert_stream(self, session: Session, scope: str, name: str, config: StreamConfig, location: str) -> StreamRow:
         scope_row = self._scope_row(session, scope)
-        row = StreamRow(scope_id=scope_row.id, name=name, location=location, segments=config.segments,
-                        retention_ms=config.retention_ms, retention_bytes=config.retention_bytes, sealed=False,
-                        truncated_at=0, last_commit=0, created_at=now_ms())
+        row = StreamRow(
+            scope_id=scope_row.id,
+            name=name,
+            location=location,
+            segments=config.segments,
+            retention_ms=config.retention_ms,
+            retention_bytes=config.retention_bytes,
+            sealed=False,
+            truncated_at=0,
+            last_commit=0,
+            created_at=now_ms(),
+        )
         try:
             with session.begin_nested():
                 session.add(row)
@@ -216,8 +229,10 @@ class SqlCatalogStore(CatalogStore):
         with self._read() as session:
             scope_row = self._scope_row(session, scope)
             rows = session.scalars(
-                select(StreamRow).where(StreamRow.scope_id == scope_row.id, StreamRow.id > after)
-                .order_by(StreamRow.id).limit(limit)
+                select(StreamRow)
+                .where(StreamRow.scope_id == scope_row.id, StreamRow.id > after)
+                .order_by(StreamRow.id)
+                .limit(limit)
             ).all()
         return Page([_stream(r, scope) for r in rows], str(rows[-1].id if rows else after))
 
@@ -249,14 +264,24 @@ class SqlCatalogStore(CatalogStore):
 
     # -- tables ----------------------------------------------------------------------------------
 
-    def create_table(self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec,
-                     register: RegisterSchema) -> Table:
+    def create_table(
+        self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec, register: RegisterSchema
+    ) -> Table:
         with self._write() as session:
             stream = self._insert_stream(session, scope, name, config, location)
             version = register(self.registry.bound(session))
-            table = TableRow(stream_id=stream.id, format=spec.format, type_name=version.type, schema=spec.schema,
-                             schema_id=version.id, schema_version=version.version, comment=spec.comment,
-                             properties=dict(spec.properties), version=1, updated_at=now_ms())
+            table = TableRow(
+                stream_id=stream.id,
+                format=spec.format,
+                type_name=version.type,
+                schema=spec.schema,
+                schema_id=version.id,
+                schema_version=version.version,
+                comment=spec.comment,
+                properties=dict(spec.properties),
+                version=1,
+                updated_at=now_ms(),
+            )
             session.add(table)
             session.flush()
             return self._table(session, scope, stream, table)
@@ -270,9 +295,11 @@ class SqlCatalogStore(CatalogStore):
         with self._read() as session:
             scope_row = self._scope_row(session, scope)
             rows = session.execute(
-                select(StreamRow, TableRow).join(TableRow, TableRow.stream_id == StreamRow.id)
+                select(StreamRow, TableRow)
+                .join(TableRow, TableRow.stream_id == StreamRow.id)
                 .where(StreamRow.scope_id == scope_row.id, StreamRow.id > after)
-                .order_by(StreamRow.id).limit(limit)
+                .order_by(StreamRow.id)
+                .limit(limit)
             ).all()
             tables = [self._table(session, scope, s, t) for s, t in rows]
         return Page(tables, str(rows[-1][0].id if rows else after))
@@ -308,14 +335,26 @@ class SqlCatalogStore(CatalogStore):
 
     # -- commits ---------------------------------------------------------------------------------
 
-    def commit(self, scope: str, stream: str, chunks: Sequence[Chunk], *, overwrite: bool,
-               writer_id: str | None, writer_sequence: int | None, properties: dict[str, str]) -> Commit:
+    def commit(
+        self,
+        scope: str,
+        stream: str,
+        chunks: Sequence[Chunk],
+        *,
+        overwrite: bool,
+        writer_id: str | None,
+        writer_sequence: int | None,
+        properties: dict[str, str],
+    ) -> Commit:
         with self._write() as session:
             row = self._stream_row(session, scope, stream, lock=True)
             if writer_id is not None and writer_sequence is not None:
                 seen = session.scalars(
-                    select(CommitRow).where(CommitRow.stream_id == row.id, CommitRow.writer_id == writer_id,
-                                            CommitRow.writer_sequence == writer_sequence)
+                    select(CommitRow).where(
+                        CommitRow.stream_id == row.id,
+                        CommitRow.writer_id == writer_id,
+                        CommitRow.writer_sequence == writer_sequence,
+                    )
                 ).one_or_none()
                 if seen is not None:
                     count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
@@ -324,17 +363,33 @@ class SqlCatalogStore(CatalogStore):
                 raise StreamSealed(f"stream {scope}.{stream} is sealed")
             self._check_chunks(session, row, chunks)
             commit = CommitRow(
-                stream_id=row.id, number=row.last_commit + 1, overwrite=overwrite, writer_id=writer_id,
-                writer_sequence=writer_sequence, event_count=sum(c.event_count for c in chunks),
-                bytes=sum(c.bytes for c in chunks), properties=dict(properties), created_at=now_ms(),
+                stream_id=row.id,
+                number=row.last_commit + 1,
+                overwrite=overwrite,
+                writer_id=writer_id,
+                writer_sequence=writer_sequence,
+                event_count=sum(c.event_count for c in chunks),
+                bytes=sum(c.bytes for c in chunks),
+                properties=dict(properties),
+                created_at=now_ms(),
             )
             session.add(commit)
             session.flush()
             session.add_all(
-                ChunkRow(stream_id=row.id, commit_id=commit.id, commit_number=commit.number, path=c.path,
-                         kind=c.kind, segment=c.segment, event_count=c.event_count, bytes=c.bytes,
-                         encoding_ids=list(c.encoding_ids), min_event_time=c.min_event_time,
-                         max_event_time=c.max_event_time, stats=c.stats)
+                ChunkRow(
+                    stream_id=row.id,
+                    commit_id=commit.id,
+                    commit_number=commit.number,
+                    path=c.path,
+                    kind=c.kind,
+                    segment=c.segment,
+                    event_count=c.event_count,
+                    bytes=c.bytes,
+                    encoding_ids=list(c.encoding_ids),
+                    min_event_time=c.min_event_time,
+                    max_event_time=c.max_event_time,
+                    stats=c.stats,
+                )
                 for c in chunks
             )
             row.last_commit = commit.number
@@ -354,37 +409,46 @@ class SqlCatalogStore(CatalogStore):
         wanted = {e for c in chunks for e in c.encoding_ids}
         table = session.get(TableRow, stream.id)
         if wanted and table is not None:
-            group = session.scalars(select(GroupRow).join(ScopeRow, ScopeRow.name == GroupRow.namespace).where(
-                ScopeRow.id == stream.scope_id, GroupRow.name == stream.name)).one()
-            known = set(session.scalars(
-                select(EncodingRow.id).where(EncodingRow.group_id == group.id, EncodingRow.id.in_(wanted))
-            ))
-            if wanted - known:
-                raise BadRequest(
-                    f"encoding ids {sorted(wanted - known)} are not encodings of group {stream.name!r}"
+            group = session.scalars(
+                select(GroupRow)
+                .join(ScopeRow, ScopeRow.name == GroupRow.namespace)
+                .where(ScopeRow.id == stream.scope_id, GroupRow.name == stream.name)
+            ).one()
+            known = set(
+                session.scalars(
+                    select(EncodingRow.id).where(EncodingRow.group_id == group.id, EncodingRow.id.in_(wanted))
                 )
+            )
+            if wanted - known:
+                raise BadRequest(f"encoding ids {sorted(wanted - known)} are not encodings of group {stream.name!r}")
 
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
             counts = (
-                select(ChunkRow.commit_id, func.count().label("n")).where(ChunkRow.stream_id == row.id)
-                .group_by(ChunkRow.commit_id).subquery()
+                select(ChunkRow.commit_id, func.count().label("n"))
+                .where(ChunkRow.stream_id == row.id)
+                .group_by(ChunkRow.commit_id)
+                .subquery()
             )
             rows = session.execute(
-                select(CommitRow, counts.c.n).outerjoin(counts, counts.c.commit_id == CommitRow.id)
+                select(CommitRow, counts.c.n)
+                .outerjoin(counts, counts.c.commit_id == CommitRow.id)
                 .where(CommitRow.stream_id == row.id, CommitRow.number > after)
-                .order_by(CommitRow.number).limit(limit)
+                .order_by(CommitRow.number)
+                .limit(limit)
             ).all()
             return [_commit(c, n or 0) for c, n in rows]
 
-    def snapshot(self, scope: str, stream: str, cut: int | None, as_of_time: int | None,
-                 after: int | None) -> Snapshot:
+    def snapshot(self, scope: str, stream: str, cut: int | None, as_of_time: int | None, after: int | None) -> Snapshot:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
             if as_of_time is not None:
-                found = session.scalar(select(func.max(CommitRow.number)).where(
-                    CommitRow.stream_id == row.id, CommitRow.created_at <= as_of_time))
+                found = session.scalar(
+                    select(func.max(CommitRow.number)).where(
+                        CommitRow.stream_id == row.id, CommitRow.created_at <= as_of_time
+                    )
+                )
                 if found is None:
                     raise BadRequest(f"stream {scope}.{stream} has no commit at or before {as_of_time}")
                 cut = found
@@ -396,13 +460,16 @@ class SqlCatalogStore(CatalogStore):
                 first = after + 1
             else:
                 # An overwrite commit replaces all that came before it.
-                base = session.scalar(select(func.max(CommitRow.number)).where(
-                    CommitRow.stream_id == row.id, CommitRow.overwrite.is_(True), CommitRow.number <= cut))
+                base = session.scalar(
+                    select(func.max(CommitRow.number)).where(
+                        CommitRow.stream_id == row.id, CommitRow.overwrite.is_(True), CommitRow.number <= cut
+                    )
+                )
                 first = base or 1
             first = max(first, row.truncated_at + 1)
             chunks = session.scalars(
-                select(ChunkRow).where(ChunkRow.stream_id == row.id, ChunkRow.commit_number >= first,
-                                       ChunkRow.commit_number <= cut)
+                select(ChunkRow)
+                .where(ChunkRow.stream_id == row.id, ChunkRow.commit_number >= first, ChunkRow.commit_number <= cut)
                 .order_by(ChunkRow.commit_number, ChunkRow.id)
             ).all()
             return Snapshot(cut, [_chunk(c) for c in chunks])
@@ -410,5 +477,8 @@ class SqlCatalogStore(CatalogStore):
     def chunk_paths(self, scope: str, stream: str) -> set[str]:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
-            return set(session.scalars(select(ChunkRow.path).where(
-                ChunkRow.stream_id == row.id, ChunkRow.commit_number > row.truncated_at)))
+            return set(
+                session.scalars(
+                    select(ChunkRow.path).where(ChunkRow.stream_id == row.id, ChunkRow.commit_number > row.truncated_at)
+                )
+            )

@@ -32,9 +32,7 @@ def list_files(location: str) -> list[StoredFile]:
     fs, root = resolve(location)
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     return [
-        StoredFile(i.path[len(root) + 1 :], i.size or 0, i.mtime_ns or 0)
-        for i in infos
-        if i.type == pafs.FileType.File
+        StoredFile(i.path[len(root) + 1 :], i.size or 0, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File
     ]
 
 

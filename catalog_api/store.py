@@ -63,8 +63,9 @@ class CatalogStore(ABC):
         """Scopes in creation order."""
 
     @abstractmethod
-    def alter_scope(self, name: str, set_properties: dict[str, str], remove: Sequence[str],
-                    comment: str | None) -> Scope:
+    def alter_scope(
+        self, name: str, set_properties: dict[str, str], remove: Sequence[str], comment: str | None
+    ) -> Scope:
         """Set and remove properties (and change the comment)."""
 
     @abstractmethod
@@ -96,8 +97,9 @@ class CatalogStore(ABC):
         """Delete a stream that is not a table's, with its commits."""
 
     @abstractmethod
-    def create_table(self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec,
-                     register: RegisterSchema) -> Table:
+    def create_table(
+        self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec, register: RegisterSchema
+    ) -> Table:
         """Create stream, group (by ``register``) and table in one transaction."""
 
     @abstractmethod
@@ -117,8 +119,17 @@ class CatalogStore(ABC):
         """Delete the table, its stream, commits and group; returns the stream that was."""
 
     @abstractmethod
-    def commit(self, scope: str, stream: str, chunks: Sequence[Chunk], *, overwrite: bool,
-               writer_id: str | None, writer_sequence: int | None, properties: dict[str, str]) -> Commit:
+    def commit(
+        self,
+        scope: str,
+        stream: str,
+        chunks: Sequence[Chunk],
+        *,
+        overwrite: bool,
+        writer_id: str | None,
+        writer_sequence: int | None,
+        properties: dict[str, str],
+    ) -> Commit:
         """Append chunks atomically as the next commit; a repeated (writer, sequence) returns the first."""
 
     @abstractmethod
@@ -126,8 +137,7 @@ class CatalogStore(ABC):
         """Commits numbered above ``after``, oldest first."""
 
     @abstractmethod
-    def snapshot(self, scope: str, stream: str, cut: int | None, as_of_time: int | None,
-                 after: int | None) -> Snapshot:
+    def snapshot(self, scope: str, stream: str, cut: int | None, as_of_time: int | None, after: int | None) -> Snapshot:
         """Chunks visible at a cut (latest by default), or added after ``after`` up to it."""
 
     @abstractmethod

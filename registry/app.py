@@ -66,4 +66,3 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     register_catalog(app)
     _register_error_handlers(app)
     return app
-

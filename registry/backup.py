@@ -67,8 +67,12 @@ def backup(engine: Engine, out: IO[str]) -> dict[str, int]:
         # One repeatable snapshot on PostgreSQL, so rows of different tables agree.
         if conn.dialect.name == "postgresql":
             conn.execute(text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"))
-        header = {"format": FORMAT, "version": VERSION, "revision": sorted(current_revisions_of(conn)),
-                  "created": now_ms()}
+        header = {
+            "format": FORMAT,
+            "version": VERSION,
+            "revision": sorted(current_revisions_of(conn)),
+            "created": now_ms(),
+        }
         out.write(json.dumps(header) + "\n")
         for table in _tables():
             counts[table.name] = 0
@@ -129,9 +133,10 @@ def restore(engine: Engine, source: IO[str], merge: bool = False) -> dict[str, i
             if entry.get("end"):
                 ended = True
                 break
-            table = tables.get(entry.get("table", ""))
-            if table is None:
+            found = tables.get(entry.get("table", ""))
+            if found is None:
                 raise BackupError(f"backup names an unknown table {entry.get('table')!r}")
+            table = found
             if current is not None and table is not current:
                 inserted[current.name] += _flush(conn, current, pending, merge)
                 pending = []
@@ -187,7 +192,9 @@ def _advance_sequences(conn: Connection) -> None:
         if table.name == "tables":  # keyed by its stream's id, no sequence of its own
             continue
         column = primary[0].name
-        conn.execute(text(
-            f"SELECT setval(pg_get_serial_sequence('{table.name}', '{column}'), "
-            f"COALESCE((SELECT MAX({column}) FROM {table.name}), 0) + 1, false)"
-        ))
+        conn.execute(
+            text(
+                f"SELECT setval(pg_get_serial_sequence('{table.name}', '{column}'), "
+                f"COALESCE((SELECT MAX({column}) FROM {table.name}), 0) + 1, false)"
+            )
+        )

@@ -241,8 +241,9 @@ class RegistryClient:
         key = (group, version, codec)
         found = self._encoding_ids.get(key)
         if found is None:
-            body = self._call("PUT", self._group_url(group, "/encodings"),
-                              {"versionInfo": version.to_json(), "codecType": codec})
+            body = self._call(
+                "PUT", self._group_url(group, "/encodings"), {"versionInfo": version.to_json(), "codecType": codec}
+            )
             found = EncodingId(body["encodingId"])
             with self._lock:
                 self._encoding_ids[key] = found

@@ -72,9 +72,19 @@ def _after(response: Response) -> Response:
     response.headers["X-Request-Id"] = g.get("request_id", "")
     if access_log.isEnabledFor(logging.INFO):
         access_log.info(
-            "%s %s %s", request.method, request.path, response.status_code,
-            extra={"fields": {"method": request.method, "path": request.path, "route": route,
-                              "status": response.status_code, "duration_ms": round(elapsed * 1000, 3)}},
+            "%s %s %s",
+            request.method,
+            request.path,
+            response.status_code,
+            extra={
+                "fields": {
+                    "method": request.method,
+                    "path": request.path,
+                    "route": route,
+                    "status": response.status_code,
+                    "duration_ms": round(elapsed * 1000, 3),
+                }
+            },
         )
     return response
 
@@ -90,8 +100,14 @@ class _CatalogCounts:
         from registry.store.orm import GroupRow, SchemaRow, VersionRow
 
         engine = self.app.extensions["streamcat"].engine
-        counted = (("groups", GroupRow), ("schemas", SchemaRow), ("schema_versions", VersionRow),
-                   ("scopes", ScopeRow), ("streams", StreamRow), ("commits", CommitRow))
+        counted = (
+            ("groups", GroupRow),
+            ("schemas", SchemaRow),
+            ("schema_versions", VersionRow),
+            ("scopes", ScopeRow),
+            ("streams", StreamRow),
+            ("commits", CommitRow),
+        )
         with engine.connect() as conn:
             for name, row in counted:
                 value = conn.execute(select(func.count()).select_from(row)).scalar_one()
@@ -117,8 +133,12 @@ def ready() -> Any:
         return {"status": "unavailable", "reason": f"database unreachable: {type(e).__name__}"}, 503
     heads = head_revisions(ext.settings.database_url)
     if current != heads:
-        return {"status": "unavailable", "reason": "database not migrated; run `streamcat db upgrade`",
-                "current": sorted(current), "head": sorted(heads)}, 503
+        return {
+            "status": "unavailable",
+            "reason": "database not migrated; run `streamcat db upgrade`",
+            "current": sorted(current),
+            "head": sorted(heads),
+        }, 503
     return {"status": "ok", "revision": sorted(current)}
 
 

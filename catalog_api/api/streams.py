@@ -28,8 +28,9 @@ def list_streams(scope: str) -> Any:
 @bp.post("")
 def create_stream(scope: str) -> Any:
     body = json_body("CreateStreamRequest")
-    stream = catalog_service().create_stream(scope, body["streamName"], StreamConfig.from_json(body),
-                                             body.get("location"))
+    stream = catalog_service().create_stream(
+        scope, body["streamName"], StreamConfig.from_json(body), body.get("location")
+    )
     return stream.to_json(), 201
 
 

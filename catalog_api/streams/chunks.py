@@ -63,6 +63,30 @@ def write_event_chunk(location: str, path: str, events: Iterable[bytes]) -> Chun
     return result
 
 
+def frame_events(events: Iterable[bytes]) -> bytearray:
+    """The length-prefixed body of an event chunk holding ``events`` (without the magic)."""
+    pack = _LENGTH.pack
+    out = bytearray()
+    for event in events:
+        out += pack(len(event))
+        out += event
+    return out
+
+
+def write_framed_event_chunk(location: str, path: str, framed: bytes | bytearray | memoryview) -> int:
+    """Write an event chunk whose events are already length-prefixed (a writer's buffer); returns its size.
+
+    The caller vouches for the framing; :func:`write_event_chunk` checks every event instead.
+    """
+    fs, root = storage.resolve(location)
+    full = f"{root}/{path}"
+    fs.create_dir(full.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(full) as out:
+        out.write(EVENT_MAGIC)
+        out.write(framed)
+    return len(EVENT_MAGIC) + len(framed)
+
+
 def parse_event_chunk(data: bytes) -> Iterator[memoryview]:
     """The events of an event chunk's bytes, in order."""
     if not data.startswith(EVENT_MAGIC[:5]):
@@ -93,8 +117,14 @@ def column_stats(table: pa.Table) -> dict[str, Any]:
     columns: dict[str, Any] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
         kind = column.type
-        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
-                or pa.types.is_boolean(kind) or pa.types.is_date(kind) or pa.types.is_timestamp(kind)):
+        if not (
+            pa.types.is_integer(kind)
+            or pa.types.is_floating(kind)
+            or pa.types.is_string(kind)
+            or pa.types.is_boolean(kind)
+            or pa.types.is_date(kind)
+            or pa.types.is_timestamp(kind)
+        ):
             continue
         entry: dict[str, Any] = {"nulls": column.null_count}
         if column.null_count < len(column):

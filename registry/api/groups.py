@@ -34,8 +34,10 @@ def list_groups() -> Any:
     settings = current_app.extensions["streamcat"].settings
     limit = int_arg("limit", settings.list_limit, 1, 10_000)
     page = registry_service().list_groups(g.namespace, request.args.get("continuationToken"), limit)
-    return {"groups": {name: props.to_json() for name, props in page.groups},
-            "continuationToken": page.continuation_token}
+    return {
+        "groups": {name: props.to_json() for name, props in page.groups},
+        "continuationToken": page.continuation_token,
+    }
 
 
 @bp.post("")

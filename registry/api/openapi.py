@@ -134,8 +134,10 @@ component(
         continuationToken={"type": "string"},
     ),
 )
-component("SchemaWithVersion", obj(["schemaInfo", "versionInfo"], schemaInfo=ref("SchemaInfo"),
-                                       versionInfo=ref("VersionInfo")))
+component(
+    "SchemaWithVersion",
+    obj(["schemaInfo", "versionInfo"], schemaInfo=ref("SchemaInfo"), versionInfo=ref("VersionInfo")),
+)
 component("SchemaVersionsList", obj(["schemas"], schemas={"type": "array", "items": ref("SchemaWithVersion")}))
 component("CodecTypes", obj(["codecTypes"], codecTypes={"type": "array", "items": ref("CodecType")}))
 component("Reason", obj(["path", "message"], path={"type": "string"}, message={"type": "string"}))
@@ -169,8 +171,7 @@ _paths: dict[str, dict[str, Any]] = {}
 
 def param(name: str, where: str, schema: dict[str, Any], required: bool | None = None) -> dict[str, Any]:
     """An operation parameter."""
-    return {"name": name, "in": where, "required": where == "path" if required is None else required,
-            "schema": schema}
+    return {"name": name, "in": where, "required": where == "path" if required is None else required, "schema": schema}
 
 
 _NS = param("namespace", "query", {"type": "string"})
@@ -195,8 +196,7 @@ def operation(
         responses[str(code)]["content"] = {"application/json": {"schema": ref(schema)}}
     for err in errors:
         responses[str(err)] = {"description": "error", "content": {"application/json": {"schema": ref("Error")}}}
-    op: dict[str, Any] = {"operationId": op_id, "summary": summary, "parameters": params or [],
-                          "responses": responses}
+    op: dict[str, Any] = {"operationId": op_id, "summary": summary, "parameters": params or [], "responses": responses}
     if body:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
     _paths.setdefault(path, {})[method] = op
@@ -206,8 +206,14 @@ def _group_operation(suffix: str, method: str, op_id: str, summary: str, **kwarg
     extra = kwargs.pop("params", [])
     operation(f"/v1/groups/{{groupName}}{suffix}", method, op_id, summary, params=[_GROUP, _NS, *extra], **kwargs)
     ns_path = param("namespace", "path", ref("Name"))
-    operation(f"/v1/namespace/{{namespace}}/groups/{{groupName}}{suffix}", method, f"{op_id}InNamespace", summary,
-              params=[ns_path, _GROUP, *extra], **kwargs)
+    operation(
+        f"/v1/namespace/{{namespace}}/groups/{{groupName}}{suffix}",
+        method,
+        f"{op_id}InNamespace",
+        summary,
+        params=[ns_path, _GROUP, *extra],
+        **kwargs,
+    )
 
 
 def _describe_registry() -> None:
@@ -216,58 +222,158 @@ def _describe_registry() -> None:
     operation("/health/live", "get", "live", "The process answers", errors=())
     operation("/health/ready", "get", "ready", "Database reachable and migrated (503 if not)", errors=())
     operation("/metrics", "get", "metrics", "Prometheus metrics", errors=())
-    list_params = [param("continuationToken", "query", {"type": "string"}),
-                   param("limit", "query", {"type": "integer", "minimum": 1})]
-    for prefix, params in (("/v1/groups", [_NS]),
-                           ("/v1/namespace/{namespace}/groups", [param("namespace", "path", ref("Name"))])):
+    list_params = [
+        param("continuationToken", "query", {"type": "string"}),
+        param("limit", "query", {"type": "integer", "minimum": 1}),
+    ]
+    for prefix, params in (
+        ("/v1/groups", [_NS]),
+        ("/v1/namespace/{namespace}/groups", [param("namespace", "path", ref("Name"))]),
+    ):
         suffix = "InNamespace" if "namespace}" in prefix else ""
-        operation(prefix, "get", f"listGroups{suffix}", "List groups", params=[*params, *list_params],
-                  ok=(200, "ListGroupsResponse"), errors=(400,))
-        operation(prefix, "post", f"createGroup{suffix}", "Create a group", params=params, body="CreateGroupRequest",
-                  ok=(201, None), errors=(400, 409))
+        operation(
+            prefix,
+            "get",
+            f"listGroups{suffix}",
+            "List groups",
+            params=[*params, *list_params],
+            ok=(200, "ListGroupsResponse"),
+            errors=(400,),
+        )
+        operation(
+            prefix,
+            "post",
+            f"createGroup{suffix}",
+            "Create a group",
+            params=params,
+            body="CreateGroupRequest",
+            ok=(201, None),
+            errors=(400, 409),
+        )
     _group_operation("", "get", "getGroupProperties", "Group properties", ok=(200, "GroupProperties"))
     _group_operation("", "delete", "deleteGroup", "Delete a group", ok=(204, None))
     _group_operation("/history", "get", "getGroupHistory", "Schemas added, in order", ok=(200, "GroupHistory"))
-    _group_operation("/compatibility", "put", "updateCompatibility", "Change the policy (compare-and-set)",
-                     body="UpdateCompatibilityRequest", ok=(200, "GroupProperties"), errors=(400, 404, 409))
+    _group_operation(
+        "/compatibility",
+        "put",
+        "updateCompatibility",
+        "Change the policy (compare-and-set)",
+        body="UpdateCompatibilityRequest",
+        ok=(200, "GroupProperties"),
+        errors=(400, 404, 409),
+    )
     type_param = param("type", "query", {"type": "string"}, required=False)
-    _group_operation("/schemas", "get", "getSchemas", "Latest schema per type", params=[type_param],
-                     ok=(200, "SchemaVersionsList"))
-    _group_operation("/schemas", "post", "addSchema", "Add a schema", body="SchemaInfo", ok=(201, "VersionInfo"),
-                     errors=(400, 404, 409, 417))
-    _group_operation("/schemas/versions", "get", "getSchemaVersions", "All live versions", params=[type_param],
-                     ok=(200, "SchemaVersionsList"))
-    _group_operation("/schemas/versions/find", "post", "getSchemaVersion", "Version of a schema", body="SchemaInfo",
-                     ok=(200, "VersionInfo"), errors=(400, 404, 417))
-    _group_operation("/schemas/versions/validate", "post", "validate", "Would the schema be accepted",
-                     body="ValidateRequest", ok=(200, "Valid"), errors=(400, 404, 417))
-    _group_operation("/schemas/versions/canRead", "post", "canRead", "Can the schema read all data",
-                     body="SchemaInfo", ok=(200, "CanRead"), errors=(400, 404, 417))
+    _group_operation(
+        "/schemas", "get", "getSchemas", "Latest schema per type", params=[type_param], ok=(200, "SchemaVersionsList")
+    )
+    _group_operation(
+        "/schemas",
+        "post",
+        "addSchema",
+        "Add a schema",
+        body="SchemaInfo",
+        ok=(201, "VersionInfo"),
+        errors=(400, 404, 409, 417),
+    )
+    _group_operation(
+        "/schemas/versions",
+        "get",
+        "getSchemaVersions",
+        "All live versions",
+        params=[type_param],
+        ok=(200, "SchemaVersionsList"),
+    )
+    _group_operation(
+        "/schemas/versions/find",
+        "post",
+        "getSchemaVersion",
+        "Version of a schema",
+        body="SchemaInfo",
+        ok=(200, "VersionInfo"),
+        errors=(400, 404, 417),
+    )
+    _group_operation(
+        "/schemas/versions/validate",
+        "post",
+        "validate",
+        "Would the schema be accepted",
+        body="ValidateRequest",
+        ok=(200, "Valid"),
+        errors=(400, 404, 417),
+    )
+    _group_operation(
+        "/schemas/versions/canRead",
+        "post",
+        "canRead",
+        "Can the schema read all data",
+        body="SchemaInfo",
+        ok=(200, "CanRead"),
+        errors=(400, 404, 417),
+    )
     id_param = param("schemaId", "path", {"type": "integer"})
-    _group_operation("/schemas/schema/{schemaId}", "get", "getSchemaForId", "Schema by id", params=[id_param],
-                     ok=(200, "SchemaInfo"))
-    _group_operation("/schemas/schema/{schemaId}", "delete", "deleteSchemaForId", "Soft-delete by id",
-                     params=[id_param], ok=(204, None))
-    version_params = [param("serializationFormat", "path", {"type": "string", "enum": list(FORMAT_NAMES)}),
-                      param("type", "path", {"type": "string"}),
-                      param("version", "path", {"type": "integer"})]
+    _group_operation(
+        "/schemas/schema/{schemaId}", "get", "getSchemaForId", "Schema by id", params=[id_param], ok=(200, "SchemaInfo")
+    )
+    _group_operation(
+        "/schemas/schema/{schemaId}",
+        "delete",
+        "deleteSchemaForId",
+        "Soft-delete by id",
+        params=[id_param],
+        ok=(204, None),
+    )
+    version_params = [
+        param("serializationFormat", "path", {"type": "string", "enum": list(FORMAT_NAMES)}),
+        param("type", "path", {"type": "string"}),
+        param("version", "path", {"type": "integer"}),
+    ]
     by_version = "/schemas/format/{serializationFormat}/type/{type}/versions/{version}"
-    _group_operation(by_version, "get", "getSchemaFromVersion", "Schema by version", params=version_params,
-                     ok=(200, "SchemaInfo"))
-    _group_operation(by_version, "delete", "deleteSchemaVersion", "Soft-delete by version", params=version_params,
-                     ok=(204, None))
-    _group_operation("/encodings", "put", "getEncodingId", "Get or create an encoding id",
-                     body="GetEncodingIdRequest", ok=(200, "EncodingId"), errors=(400, 404, 412))
-    _group_operation("/encodings/{encodingId}", "get", "getEncodingInfo", "What an encoding id stands for",
-                     params=[param("encodingId", "path", {"type": "integer"})], ok=(200, "EncodingInfo"))
+    _group_operation(
+        by_version, "get", "getSchemaFromVersion", "Schema by version", params=version_params, ok=(200, "SchemaInfo")
+    )
+    _group_operation(
+        by_version, "delete", "deleteSchemaVersion", "Soft-delete by version", params=version_params, ok=(204, None)
+    )
+    _group_operation(
+        "/encodings",
+        "put",
+        "getEncodingId",
+        "Get or create an encoding id",
+        body="GetEncodingIdRequest",
+        ok=(200, "EncodingId"),
+        errors=(400, 404, 412),
+    )
+    _group_operation(
+        "/encodings/{encodingId}",
+        "get",
+        "getEncodingInfo",
+        "What an encoding id stands for",
+        params=[param("encodingId", "path", {"type": "integer"})],
+        ok=(200, "EncodingInfo"),
+    )
     _group_operation("/codecTypes", "get", "getCodecTypesList", "Codec types", ok=(200, "CodecTypes"))
-    _group_operation("/codecTypes", "post", "addCodecType", "Register a codec type", body="CodecType",
-                     ok=(201, None), errors=(400, 404, 409))
-    for prefix, params in (("/v1/schemas/addedTo", [_NS]),
-                           ("/v1/namespace/{namespace}/schemas/addedTo",
-                            [param("namespace", "path", ref("Name"))])):
-        operation(prefix, "post", "getSchemaReferences" + ("InNamespace" if "namespace}" in prefix else ""),
-                  "Groups that hold a schema", params=params, body="SchemaInfo", ok=(200, "AddedTo"))
+    _group_operation(
+        "/codecTypes",
+        "post",
+        "addCodecType",
+        "Register a codec type",
+        body="CodecType",
+        ok=(201, None),
+        errors=(400, 404, 409),
+    )
+    for prefix, params in (
+        ("/v1/schemas/addedTo", [_NS]),
+        ("/v1/namespace/{namespace}/schemas/addedTo", [param("namespace", "path", ref("Name"))]),
+    ):
+        operation(
+            prefix,
+            "post",
+            "getSchemaReferences" + ("InNamespace" if "namespace}" in prefix else ""),
+            "Groups that hold a schema",
+            params=params,
+            body="SchemaInfo",
+            ok=(200, "AddedTo"),
+        )
 
 
 _describe_registry()

@@ -134,9 +134,7 @@ class RegistryStore(ABC):
         """Register a codec type (idempotent)."""
 
     @abstractmethod
-    def encoding_id(
-        self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName
-    ) -> EncodingId:
+    def encoding_id(self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName) -> EncodingId:
         """Get or create the encoding id of (version, codec); CodecNotRegistered if unknown."""
 
     @abstractmethod

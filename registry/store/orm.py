@@ -62,7 +62,9 @@ class SchemaRow(Base):
 
     __tablename__ = "schemas"
     __table_args__ = (
-        UniqueConstraint("serialization_format", "full_type_name", "type_name", "fingerprint", name="uq_schemas_content"),
+        UniqueConstraint(
+            "serialization_format", "full_type_name", "type_name", "fingerprint", name="uq_schemas_content"
+        ),
         NEVER_REUSED,
     )
 

@@ -67,7 +67,7 @@ def _stored(version: VersionRow, schema: SchemaRow) -> StoredVersion:
     )
 
 
-def _versions(group_id: int) -> Select[tuple[VersionRow, SchemaRow]]:
+def _versions(group_id: int) -> Select[VersionRow, SchemaRow]:
     return (
         select(VersionRow, SchemaRow)
         .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
@@ -75,7 +75,7 @@ def _versions(group_id: int) -> Select[tuple[VersionRow, SchemaRow]]:
     )
 
 
-def _schema_key(schema: ParsedSchema, full_type_name: str) -> Select[tuple[SchemaRow]]:
+def _schema_key(schema: ParsedSchema, full_type_name: str) -> Select[SchemaRow]:
     return select(SchemaRow).where(
         SchemaRow.serialization_format == schema.format,
         SchemaRow.full_type_name == full_type_name,
@@ -183,7 +183,7 @@ class SqlRegistryStore(RegistryStore):
             current = Compatibility.from_json(row.compatibility)
             if previous is not None and previous != current:
                 raise WriteConflict(
-                    f"previousCompatibility {previous.policy} does not match the group's current policy {current.policy}"
+                    f"previousCompatibility {previous.policy} does not match the current policy {current.policy}"
                 )
             row.compatibility = compatibility.to_json()
             return _properties(row)
@@ -365,9 +365,7 @@ class SqlRegistryStore(RegistryStore):
             elif dict(exists.properties) != codec.properties:
                 raise AlreadyExists(f"codec type {codec.name!r} is registered with other properties")
 
-    def encoding_id(
-        self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName
-    ) -> EncodingId:
+    def encoding_id(self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName) -> EncodingId:
         with self._write() as session:
             group = self._group(session, namespace, name)
             if codec != NO_CODEC and (

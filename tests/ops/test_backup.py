@@ -45,14 +45,25 @@ def _populate(url: str) -> list[str]:
     catalog.commit("shop", "raw", [Chunk("a.events", "events", 0, 5, 50)], writer_id="w", writer_sequence=1)
     catalog.commit("shop", "raw", [Chunk("b.events", "events", 1, 7, 70)], overwrite=True)
     return [
-        "/v1/groups?namespace=shop", "/v1/groups/users?namespace=shop", "/v1/groups/users/history?namespace=shop",
-        "/v1/groups/users/schemas?namespace=shop", "/v1/groups/users/schemas/versions?namespace=shop",
-        f"/v1/groups/users/schemas/schema/{v1.id}?namespace=shop", f"/v1/groups/users/encodings/{e1}?namespace=shop",
-        f"/v1/groups/users/encodings/{e2}?namespace=shop", "/v1/groups/users/codecTypes?namespace=shop",
-        "/v1/groups/docs/history?namespace=shop", "/v1/groups/orders/history?namespace=shop",
-        "/v1/scopes", "/v1/scopes/shop", "/v1/scopes/shop/streams", "/v1/scopes/shop/tables",
-        "/v1/scopes/shop/tables/orders", "/v1/scopes/shop/streams/raw/commits",
-        "/v1/scopes/shop/streams/raw/chunks", "/v1/scopes/shop/streams/raw/chunks?streamCut=1",
+        "/v1/groups?namespace=shop",
+        "/v1/groups/users?namespace=shop",
+        "/v1/groups/users/history?namespace=shop",
+        "/v1/groups/users/schemas?namespace=shop",
+        "/v1/groups/users/schemas/versions?namespace=shop",
+        f"/v1/groups/users/schemas/schema/{v1.id}?namespace=shop",
+        f"/v1/groups/users/encodings/{e1}?namespace=shop",
+        f"/v1/groups/users/encodings/{e2}?namespace=shop",
+        "/v1/groups/users/codecTypes?namespace=shop",
+        "/v1/groups/docs/history?namespace=shop",
+        "/v1/groups/orders/history?namespace=shop",
+        "/v1/scopes",
+        "/v1/scopes/shop",
+        "/v1/scopes/shop/streams",
+        "/v1/scopes/shop/tables",
+        "/v1/scopes/shop/tables/orders",
+        "/v1/scopes/shop/streams/raw/commits",
+        "/v1/scopes/shop/streams/raw/chunks",
+        "/v1/scopes/shop/streams/raw/chunks?streamCut=1",
     ]
 
 
@@ -74,7 +85,9 @@ def test_restore_answers_every_get_byte_identically(postgres: PostgresServer, tm
         before = _answers(url, paths)
     dump = io.StringIO()
     counts = backup.backup(make_engine(source), dump)
-    assert counts["schema_versions"] == 5 and counts["commits"] == 2 and counts["encodings"] == 2
+    assert counts["schema_versions"] == 5
+    assert counts["commits"] == 2
+    assert counts["encodings"] == 2
     restored = backup.restore(make_engine(target), io.StringIO(dump.getvalue()))
     assert restored == counts
     with _server(target, tmp_path) as url:
@@ -122,10 +135,20 @@ def test_backup_streams_in_constant_memory(tmp_path: Path) -> None:
     from registry.store.orm import SchemaRow
 
     with engine.begin() as conn:
-        conn.execute(insert(SchemaRow), [
-            {"serialization_format": "Any", "full_type_name": "", "type_name": f"t{i}", "fingerprint": f"{i:064d}",
-             "data": b"x" * 5000, "created_at": 0} for i in range(4_000)
-        ])
+        conn.execute(
+            insert(SchemaRow),
+            [
+                {
+                    "serialization_format": "Any",
+                    "full_type_name": "",
+                    "type_name": f"t{i}",
+                    "fingerprint": f"{i:064d}",
+                    "data": b"x" * 5000,
+                    "created_at": 0,
+                }
+                for i in range(4_000)
+            ],
+        )
 
     class Sink(io.StringIO):
         def write(self, s: str) -> int:  # keep nothing: only memory of the backup itself counts

@@ -24,12 +24,13 @@ def test_entrypoint_migrates_then_serves_ready(postgres: PostgresServer, tmp_pat
         "STREAMCAT_PORT": str(port),
         "STREAMCAT_HOST": "127.0.0.1",
         "STREAMCAT_BIN": str(Path(sys.executable).parent / "streamcat"),
-        "STREAMCAT_DB_WAIT_SECONDS": "30",
+        "STREAMCAT_DB_WAIT_SECONDS": "90",
     }
     migrated = subprocess.run(["sh", str(SCRIPT), "migrate"], env=env, capture_output=True, text=True, timeout=120)
     assert migrated.returncode == 0, migrated.stderr
-    server = subprocess.Popen(["sh", str(SCRIPT), "serve", "--workers", "1"], env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        ["sh", str(SCRIPT), "serve", "--workers", "1"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         wait_until_up(f"http://127.0.0.1:{port}/health/live", process=server)
         ready = requests.get(f"http://127.0.0.1:{port}/health/ready", timeout=5)
@@ -41,8 +42,12 @@ def test_entrypoint_migrates_then_serves_ready(postgres: PostgresServer, tmp_pat
 
 
 def test_entrypoint_serve_refuses_an_unmigrated_database(postgres: PostgresServer, tmp_path: Path) -> None:
-    env = {**os.environ, "STREAMCAT_DATABASE_URL": postgres.create_database("entrypoint_behind"),
-           "STREAMCAT_BIN": str(Path(sys.executable).parent / "streamcat"), "STREAMCAT_PORT": str(free_port())}
+    env = {
+        **os.environ,
+        "STREAMCAT_DATABASE_URL": postgres.create_database("entrypoint_behind"),
+        "STREAMCAT_BIN": str(Path(sys.executable).parent / "streamcat"),
+        "STREAMCAT_PORT": str(free_port()),
+    }
     result = subprocess.run(["sh", str(SCRIPT), "serve"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "streamcat db upgrade" in result.stderr

@@ -16,7 +16,8 @@ from tests.support.net import serve_in_thread
 def test_ready_when_migrated(server_url: str) -> None:
     assert requests.get(f"{server_url}/health/live").json() == {"status": "ok"}
     ready = requests.get(f"{server_url}/health/ready")
-    assert ready.status_code == 200 and ready.json()["status"] == "ok"
+    assert ready.status_code == 200
+    assert ready.json()["status"] == "ok"
 
 
 def test_not_ready_on_an_unmigrated_database(tmp_path: Path) -> None:

@@ -21,10 +21,13 @@ def test_upgrade_with_data_then_downgrade_to_base(kind: str, tmp_path: Path, req
     migrate.upgrade(url, "0001")
     engine = make_engine(url)
     with engine.begin() as conn:
-        conn.execute(text(
-            "INSERT INTO groups (id, namespace, name, serialization_format, full_type_name, allow_multiple_types,"
-            " compatibility, properties, created_at) VALUES (1, '', 'g', 'Avro', '', false,"
-            " '{\"policy\": \"Backward\"}', '{}', 0)"))
+        conn.execute(
+            text(
+                "INSERT INTO groups (id, namespace, name, serialization_format, full_type_name, allow_multiple_types,"
+                " compatibility, properties, created_at) VALUES (1, '', 'g', 'Avro', '', false,"
+                " '{\"policy\": \"Backward\"}', '{}', 0)"
+            )
+        )
     migrate.upgrade(url)
     assert migrate.current_revisions(engine) == migrate.head_revisions(url)
     assert migrate.model_drift(url) == []
@@ -47,7 +50,8 @@ def _streamcat(url: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_db_check_fails_when_behind_or_when_models_and_migrations_differ(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'check.db'}"
     behind = _streamcat(url, "db", "check")
-    assert behind.returncode != 0 and "streamcat db upgrade" in behind.stderr
+    assert behind.returncode != 0
+    assert "streamcat db upgrade" in behind.stderr
     assert _streamcat(url, "db", "upgrade").returncode == 0
     assert _streamcat(url, "db", "check").returncode == 0
     engine = make_engine(url)

@@ -7,8 +7,8 @@ import requests
 
 from registry.client import RegistryClient
 from registry.errors import AlreadyExists, BadRequest, GroupNotFound, WriteConflict
-from registry.model import Compatibility, Rule, VersionInfo
 from registry.ids import SchemaId, TypeName, Version
+from registry.model import Compatibility, Rule, VersionInfo
 from tests.registry.helpers import avro_record, field, group
 
 
@@ -36,8 +36,9 @@ def test_list_pages_through_every_group_once(client: RegistryClient) -> None:
     assert listed == names
 
 
-def test_continuation_token_resumes_after_the_last_group(server_url: str, client: RegistryClient,
-                                                         namespace: str) -> None:
+def test_continuation_token_resumes_after_the_last_group(
+    server_url: str, client: RegistryClient, namespace: str
+) -> None:
     for name in ("a", "b", "c"):
         client.create_group(name, group())
     first = requests.get(f"{server_url}/v1/groups", params={"namespace": namespace, "limit": 2}).json()
@@ -60,8 +61,7 @@ def test_namespaces_keep_groups_apart(server_url: str, namespace: str) -> None:
         RegistryClient(server_url, namespace + "c").get_group("shared")
 
 
-def test_namespace_in_the_path_is_the_namespace_query(server_url: str, client: RegistryClient,
-                                                      namespace: str) -> None:
+def test_namespace_in_the_path_is_the_namespace_query(server_url: str, client: RegistryClient, namespace: str) -> None:
     client.create_group("orders", group("Protobuf"))
     by_path = requests.get(f"{server_url}/v1/namespace/{namespace}/groups/orders")
     assert by_path.status_code == 200

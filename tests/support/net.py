@@ -22,7 +22,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_up(url: str, timeout: float = 30.0, process: subprocess.Popen[bytes] | None = None) -> None:
+def wait_until_up(url: str, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None) -> None:
     """Poll ``url`` until it answers 200."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -70,7 +70,15 @@ def start_postgres() -> PostgresServer:
     data = root / "data"
     server._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
     server._run(
-        "pg_ctl", "-D", str(data), "-l", str(root / "log"), "-w", "-t", "60", "-o",
+        "pg_ctl",
+        "-D",
+        str(data),
+        "-l",
+        str(root / "log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
         f"-p {port} -k {root} -h 127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200",
         "start",
     )
