@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
@@ -13,7 +12,7 @@ from catalog_api.errors import ScopeNotEmpty, ScopeNotFound, StreamNotFound, Str
 from catalog_api.model import Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
 from catalog_api.orm import ChunkRow, CommitRow, ScopeRow, StreamRow, TableRow
 from catalog_api.store import CatalogStore, Page, RegisterSchema, TableSpec, UpdateTable
-from registry.db import now_ms, writer
+from registry.db import Transactions, now_ms
 from registry.errors import AlreadyExists, BadRequest, Conflict, WriteConflict
 from registry.ids import GroupName, Namespace, SchemaId, TypeName, Version
 from registry.model import VersionInfo
@@ -81,18 +80,9 @@ class SqlCatalogStore(CatalogStore):
 
     def __init__(self, engine: Engine, registry: SqlRegistryStore) -> None:
         self.engine = engine
-        self._writer = writer(engine)
         self.registry = registry
-
-    @contextmanager
-    def _read(self) -> Iterator[Session]:
-        with Session(self.engine, expire_on_commit=False) as session, session.begin():
-            yield session
-
-    @contextmanager
-    def _write(self) -> Iterator[Session]:
-        with Session(self._writer, expire_on_commit=False) as session, session.begin():
-            yield session
+        tx = Transactions(engine)
+        self._read, self._write = tx.read, tx.write
 
     # -- lookups ------------------------------------------------------------------------------
 

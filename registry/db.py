@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
 
 #: Execution option that marks a connection as one that will write.
 WRITE = "streamcat_write"
@@ -57,6 +60,35 @@ def make_engine(url: str) -> Engine:
 def writer(engine: Engine) -> Engine:
     """The same engine, with connections marked as writers."""
     return engine.execution_options(**{WRITE: True})
+
+
+class Transactions:
+    """Sessions on one engine: read transactions, and write transactions that lock early.
+
+    Given a ``session``, every transaction is that session's own (which its owner
+    commits): how work of several stores joins one database transaction.
+    """
+
+    def __init__(self, engine: Engine, session: Session | None = None) -> None:
+        self.engine = engine
+        self._writer = writer(engine)
+        self.session = session
+
+    @contextmanager
+    def _open(self, engine: Engine) -> Iterator[Session]:
+        if self.session is not None:
+            yield self.session
+            return
+        with Session(engine, expire_on_commit=False) as session, session.begin():
+            yield session
+
+    def read(self) -> Any:
+        """A context manager: a session in a transaction that will only read."""
+        return self._open(self.engine)
+
+    def write(self) -> Any:
+        """A context manager: a session in a transaction that writes (committed at exit)."""
+        return self._open(self._writer)
 
 
 def now_ms() -> int:

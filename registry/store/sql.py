@@ -5,14 +5,11 @@ Integrity errors are turned into domain errors here, at the storage boundary.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from sqlalchemy import Engine, Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from registry.db import now_ms, writer
+from registry.db import Transactions, now_ms
 from registry.errors import (
     AlreadyExists,
     BadRequest,
@@ -93,28 +90,12 @@ class SqlRegistryStore(RegistryStore):
 
     def __init__(self, engine: Engine, session: Session | None = None) -> None:
         self.engine = engine
-        self._writer = writer(engine)
-        self._session = session
+        self._tx = Transactions(engine, session)
+        self._read, self._write = self._tx.read, self._tx.write
 
     def bound(self, session: Session) -> SqlRegistryStore:
         """This store, working inside ``session``'s transaction (which the caller commits)."""
         return SqlRegistryStore(self.engine, session)
-
-    @contextmanager
-    def _read(self) -> Iterator[Session]:
-        if self._session is not None:
-            yield self._session
-            return
-        with Session(self.engine, expire_on_commit=False) as session, session.begin():
-            yield session
-
-    @contextmanager
-    def _write(self) -> Iterator[Session]:
-        if self._session is not None:
-            yield self._session
-            return
-        with Session(self._writer, expire_on_commit=False) as session, session.begin():
-            yield session
 
     @staticmethod
     def _group(session: Session, namespace: Namespace, name: GroupName, *, lock: bool = False) -> GroupRow:
