@@ -1,0 +1,87 @@
+"""What every record format's serializer provides, and the lookup of one by format name."""
+
+from __future__ import annotations
+
+import struct
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from google.protobuf.message import DecodeError, Message
+
+from registry.formats.base import ParsedSchema
+from registry.serde.errors import SerdeError
+
+#: Turns a record into its serialized bytes (after a fixed prefix).
+Encode = Callable[[Any], bytes]
+#: Turns a serialized record back into a record.
+Decode = Callable[[bytes], Any]
+
+#: What format libraries raise on bytes that are not a record of the schema they were given.
+PAYLOAD_ERRORS: tuple[type[Exception], ...] = (
+    ValueError,  # json.JSONDecodeError, UnicodeDecodeError, fastavro's resolution errors
+    TypeError,
+    EOFError,  # fastavro on a truncated record
+    IndexError,
+    KeyError,
+    OverflowError,
+    struct.error,
+    DecodeError,
+)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a deserializer presents records.
+
+    ``as_dict``: Protobuf messages as dicts (the proto3 JSON mapping with the schema's field
+    names, every field present, int64 as int) instead of message objects.
+    ``message_class``: decode Protobuf events into this (generated) message class.
+    """
+
+    as_dict: bool = False
+    message_class: type[Message] | None = None
+
+
+class RecordFormat(ABC):
+    """Serializes records of one format under a schema, and reads them back."""
+
+    #: The Pravega name of the format.
+    name: str
+
+    @abstractmethod
+    def encoder(self, schema: ParsedSchema, *, validate: bool, prefix: bytes) -> Encode:
+        """A function from a record to ``prefix`` + the record serialized under ``schema``.
+
+        With ``validate``, records are checked against the schema first and a SerdeError names
+        the first offending path. Records that cannot be serialized always raise SerdeError.
+        """
+
+    @abstractmethod
+    def decoder(self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions) -> Decode:
+        """A function from bytes written under ``writer`` to a record, presented under ``reader`` if given.
+
+        The caller has checked that ``reader`` can read ``writer``'s data.
+        """
+
+
+@cache
+def _formats() -> dict[str, RecordFormat]:
+    # Imported lazily: a reader of Avro events need not load protobuf's descriptor machinery.
+    from registry.serde.avro import AvroRecords
+    from registry.serde.json import JsonRecords
+    from registry.serde.protobuf import ProtobufRecords
+
+    return {f.name: f for f in (AvroRecords(), ProtobufRecords(), JsonRecords())}
+
+
+def record_format(name: str) -> RecordFormat:
+    """The serializer of format ``name``; SerdeError for formats without one (Any, Custom)."""
+    try:
+        return _formats()[name]
+    except KeyError:
+        raise SerdeError(
+            f"no serializer for serialization format {name!r}; supported: {', '.join(sorted(_formats()))}"
+        ) from None
