@@ -46,10 +46,16 @@ def policy_from_property(value: str) -> Compatibility:
     return Compatibility.of(_POLICY_NAMES[key])
 
 
+#: Names a record or message may not take: Avro's primitive types and the options the
+#: protobuf conversion declares.
+_RESERVED_NAMES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string", "spark_type"}
+
+
 def _avro_name(name: str) -> str:
     # Avro names are [A-Za-z_][A-Za-z0-9_]*; scopes and tables may also hold '-' and '.'.
     cleaned = re.sub(r"[^A-Za-z0-9_]", "_", name)
-    return cleaned if re.match(r"[A-Za-z_]", cleaned) else f"_{cleaned}"
+    cleaned = cleaned if re.match(r"[A-Za-z_]", cleaned) else f"_{cleaned}"
+    return f"{cleaned}_" if cleaned in _RESERVED_NAMES else cleaned
 
 
 @dataclass(frozen=True)

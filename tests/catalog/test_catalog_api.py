@@ -345,3 +345,11 @@ def test_table_created_from_avro_schema_reads_back_through_registry(
     assert stored.schema.format == SerializationFormat("Avro")
     assert b'"decimal"' in stored.schema.data
     assert stored.version.id == table["schemaVersion"]["id"]
+
+
+@pytest.mark.parametrize("fmt", ["avro", "protobuf", "json"])
+@pytest.mark.parametrize("name", ["int", "9lives", "my-table.v2", "spark_type"])
+def test_table_names_that_are_not_schema_names(catalog: CatalogClient, scope: str, fmt: str, name: str) -> None:
+    table = catalog.create_table(scope, name, ORDERS, fmt=fmt)
+    assert table["tableName"] == name
+    assert catalog.get_table(scope, name)["schema"] == ORDERS
