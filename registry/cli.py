@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from registry import migrate
+from registry.cli_streams import streams
 from registry.config import ConfigError, Settings
 
 
@@ -151,6 +152,9 @@ def restore_command(source: str, merge: bool) -> None:
     except backup.BackupError as e:
         raise click.ClickException(e.message) from None
     click.echo(f"restored {sum(counts.values())} rows: {counts}", err=True)
+
+
+main.add_command(streams)
 
 
 def run(argv: list[str] | None = None) -> Any:

@@ -104,6 +104,28 @@ def parse_event_chunk(data: bytes) -> Iterator[memoryview]:
         offset += length
 
 
+def split_event_chunk(data: bytes) -> list[bytes]:
+    """The events of an event chunk's bytes, in order, as bytes (what readers that decode every event want:
+    small bytes objects hash and slice faster than memoryviews)."""
+    if not data.startswith(EVENT_MAGIC[:5]):
+        raise ChunkFormatError("not an event chunk (bad magic)")
+    unpack = _LENGTH.unpack_from
+    events: list[bytes] = []
+    append = events.append
+    offset, end = len(EVENT_MAGIC), len(data)
+    try:
+        while offset < end:
+            (length,) = unpack(data, offset)
+            offset += 4
+            append(data[offset : offset + length])
+            offset += length
+    except struct.error:
+        raise ChunkFormatError(f"event chunk truncated at byte {offset}") from None
+    if offset != end:
+        raise ChunkFormatError(f"event chunk truncated: its last event ends at byte {offset} of {end}")
+    return events
+
+
 def read_event_chunk(location: str, path: str) -> Iterator[memoryview]:
     """The events of the event chunk at ``location/path``."""
     fs, root = storage.resolve(location)

@@ -7,7 +7,7 @@ from functools import cache
 from registry.errors import BadRequest
 from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
 
-__all__ = ["Incompatibility", "ParsedSchema", "SchemaFormat", "FORMAT_NAMES", "get_format"]
+__all__ = ["FORMAT_NAMES", "Incompatibility", "ParsedSchema", "SchemaFormat", "get_format"]
 
 #: Every serialization format the registry accepts, by Pravega name.
 FORMAT_NAMES = ("Avro", "Protobuf", "Json", "Any", "Custom")
