@@ -16,16 +16,9 @@ from registry.db import Transactions, now_ms
 from registry.errors import AlreadyExists, BadRequest, Conflict, WriteConflict
 from registry.ids import GroupName, Namespace, SchemaId, TypeName, Version
 from registry.model import VersionInfo
+from registry.pagination import decode_token
 from registry.store.orm import EncodingRow, GroupRow
 from registry.store.sql import SqlRegistryStore
-
-
-def _token(token: str | None) -> int:
-    if not token:
-        return 0
-    if not token.isdigit():
-        raise BadRequest(f"continuationToken {token!r} is not one this server issued")
-    return int(token)
 
 
 def _scope(row: ScopeRow) -> Scope:
@@ -151,7 +144,7 @@ class SqlCatalogStore(CatalogStore):
             return _scope(self._scope_row(session, name))
 
     def list_scopes(self, token: str | None, limit: int) -> Page:
-        after = _token(token)
+        after = decode_token(token)
         with self._read() as session:
             rows = session.scalars(select(ScopeRow).where(ScopeRow.id > after).order_by(ScopeRow.id).limit(limit)).all()
         return Page([_scope(r) for r in rows], str(rows[-1].id if rows else after))
@@ -215,7 +208,7 @@ class SqlCatalogStore(CatalogStore):
             return _stream(self._stream_row(session, scope, name), scope)
 
     def list_streams(self, scope: str, token: str | None, limit: int) -> Page:
-        after = _token(token)
+        after = decode_token(token)
         with self._read() as session:
             scope_row = self._scope_row(session, scope)
             rows = session.scalars(
@@ -281,7 +274,7 @@ class SqlCatalogStore(CatalogStore):
             return self._table(session, scope, *self._table_parts(session, scope, name))
 
     def list_tables(self, scope: str, token: str | None, limit: int) -> Page:
-        after = _token(token)
+        after = decode_token(token)
         with self._read() as session:
             scope_row = self._scope_row(session, scope)
             rows = session.execute(

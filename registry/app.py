@@ -6,11 +6,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Flask, Response, jsonify
+from flask import Flask, Response, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from registry.config import Settings
-from registry.errors import StreamcatError
+from registry.errors import BadRequest, StreamcatError
 from registry.extension import Streamcat
 
 log = logging.getLogger(__name__)
@@ -45,6 +45,12 @@ def _register_error_handlers(app: Flask) -> None:
         return _error(500, "InternalError", "internal error; the server log has the details")
 
 
+def _refuse_nul() -> None:
+    # PostgreSQL cannot store NUL characters; refuse them wherever a name can come from.
+    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in request.args.items(multi=True)):
+        raise BadRequest("NUL character in the request path or query")
+
+
 def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     """A configured application. ``config`` is Settings, overrides of them, or None (environment)."""
     settings = Settings.coerce(config)
@@ -57,6 +63,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     from registry import observability
     from registry.api import groups, meta, schemas
 
+    app.before_request(_refuse_nul)
     observability.init_app(app)
     app.register_blueprint(meta.bp)
     app.register_blueprint(groups.bp, url_prefix="/v1/groups")

@@ -27,11 +27,13 @@ from registry.store.base import AddContext, GroupPage, RegistryStore, StoredVers
 
 
 class ParsedCache:
-    """Parsed schemas by (format, full type, schema data): content never changes, so
-    checks over long histories parse each stored schema once per process."""
+    """Parsed schemas by (format, type, schema data): content never changes, so checks over
+    long histories parse each stored schema once per process. Bounded by the total size of
+    the schema data it holds (parsed forms take a small multiple of it)."""
 
-    def __init__(self, size: int = 4096) -> None:
-        self._size = size
+    def __init__(self, budget_bytes: int = 64 * 1024 * 1024) -> None:
+        self._budget = budget_bytes
+        self._used = 0
         self._items: OrderedDict[tuple[str, str, bytes], ParsedSchema] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -45,9 +47,12 @@ class ParsedCache:
                 return found
         parsed = get_format(info.format.name).parse(info.data, info.type)
         with self._lock:
-            self._items[key] = parsed
-            if len(self._items) > self._size:
-                self._items.popitem(last=False)
+            if key not in self._items:
+                self._items[key] = parsed
+                self._used += len(info.data)
+            while self._used > self._budget and len(self._items) > 1:
+                (_, _, data), _ = self._items.popitem(last=False)
+                self._used -= len(data)
         return parsed
 
 

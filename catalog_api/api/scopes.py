@@ -9,7 +9,7 @@ from flask import Blueprint, Response, request
 from catalog_api.api import catalog_service
 from catalog_api.api.params import flag, page_limit, pull_names
 from catalog_api.model import Scope
-from registry.api.requests import json_body
+from registry.api.requests import check_name, json_body
 
 bp = Blueprint("scopes", __name__)
 
@@ -28,7 +28,9 @@ def list_scopes() -> Any:
 @bp.post("")
 def create_scope() -> Any:
     body = json_body("CreateScopeRequest")
-    scope = Scope(body["scopeName"], body.get("comment") or "", dict(body.get("properties") or {}))
+    scope = Scope(
+        check_name(body["scopeName"], "scope name"), body.get("comment") or "", dict(body.get("properties") or {})
+    )
     return catalog_service().create_scope(scope).to_json(), 201
 
 

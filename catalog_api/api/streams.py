@@ -9,7 +9,7 @@ from flask import Blueprint, Response, request
 from catalog_api.api import catalog_service
 from catalog_api.api.params import flag, page_limit, pull_names
 from catalog_api.model import StreamConfig
-from registry.api.requests import json_body
+from registry.api.requests import check_name, json_body
 
 bp = Blueprint("streams", __name__)
 
@@ -29,7 +29,7 @@ def list_streams(scope: str) -> Any:
 def create_stream(scope: str) -> Any:
     body = json_body("CreateStreamRequest")
     stream = catalog_service().create_stream(
-        scope, body["streamName"], StreamConfig.from_json(body), body.get("location")
+        scope, check_name(body["streamName"], "stream name"), StreamConfig.from_json(body), body.get("location")
     )
     return stream.to_json(), 201
 

@@ -10,7 +10,7 @@ from catalog_api.api import catalog_service
 from catalog_api.api.params import flag, page_limit, pull_names
 from catalog_api.model import StreamConfig
 from catalog_api.service import TableRequest
-from registry.api.requests import json_body
+from registry.api.requests import check_name, json_body
 from registry.model import Compatibility
 
 bp = Blueprint("tables", __name__)
@@ -31,7 +31,7 @@ def list_tables(scope: str) -> Any:
 def create_table(scope: str) -> Any:
     body = json_body("CreateTableRequest")
     table = TableRequest(
-        name=body["tableName"],
+        name=check_name(body["tableName"], "table name"),
         schema=body["schema"],
         format=body.get("format") or "avro",
         compatibility=Compatibility.from_json(body["compatibility"]) if body.get("compatibility") else None,

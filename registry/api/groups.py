@@ -8,7 +8,7 @@ from flask import Blueprint, Response, current_app, g, request
 
 from registry.api import registry_service
 from registry.api.requests import check_name, int_arg, json_body, namespace_of
-from registry.errors import BadRequest
+from registry.errors import BadRequest, EncodingNotFound, SchemaNotFound
 from registry.formats import FORMAT_NAMES
 from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
 from registry.model import CodecType, Compatibility, GroupProperties, SchemaInfo, SerializationFormat, VersionInfo
@@ -23,6 +23,22 @@ def _pull_names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
         values.pop("namespace", None)
         if "group" in values:
             g.group = GroupName(check_name(values.pop("group"), "group name"))
+
+
+#: Ids and versions are 32-bit, as in Pravega; larger ones name nothing.
+_MAX_ID = 2**31 - 1
+
+
+def _schema_id(value: int) -> SchemaId:
+    if value > _MAX_ID:
+        raise SchemaNotFound(f"schema id {value} not found (ids are 32-bit)")
+    return SchemaId(value)
+
+
+def _version(value: int) -> Version:
+    if value > _MAX_ID:
+        raise SchemaNotFound(f"version {value} not found (versions are 32-bit)")
+    return Version(value)
 
 
 def _reasons(reasons: list[Any]) -> list[dict[str, str]]:
@@ -44,7 +60,8 @@ def list_groups() -> Any:
 def create_group() -> Any:
     body = json_body("CreateGroupRequest")
     properties = GroupProperties.from_json(body["groupProperties"])
-    registry_service().create_group(g.namespace, GroupName(body["groupName"]), properties)
+    name = GroupName(check_name(body["groupName"], "groupName"))
+    registry_service().create_group(g.namespace, name, properties)
     return Response(status=201)
 
 
@@ -123,12 +140,12 @@ def can_read() -> Any:
 
 @bp.get("/<group>/schemas/schema/<int:schema_id>")
 def schema_by_id(schema_id: int) -> Any:
-    return registry_service().schema_by_id(g.namespace, g.group, SchemaId(schema_id)).to_json()
+    return registry_service().schema_by_id(g.namespace, g.group, _schema_id(schema_id)).to_json()
 
 
 @bp.delete("/<group>/schemas/schema/<int:schema_id>")
 def delete_schema_by_id(schema_id: int) -> Any:
-    registry_service().delete_by_id(g.namespace, g.group, SchemaId(schema_id))
+    registry_service().delete_by_id(g.namespace, g.group, _schema_id(schema_id))
     return Response(status=204)
 
 
@@ -149,13 +166,13 @@ _BY_VERSION = "/<group>/schemas/format/<fmt>/type/<path:type_name>/versions/<int
 @bp.get(_BY_VERSION)
 def schema_by_version(fmt: str, type_name: str, version: int) -> Any:
     service = registry_service()
-    found = service.schema_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), Version(version))
+    found = service.schema_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), _version(version))
     return found.to_json()
 
 
 @bp.delete(_BY_VERSION)
 def delete_schema_by_version(fmt: str, type_name: str, version: int) -> Any:
-    registry_service().delete_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), Version(version))
+    registry_service().delete_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), _version(version))
     return Response(status=204)
 
 
@@ -169,6 +186,8 @@ def encoding_id() -> Any:
 
 @bp.get("/<group>/encodings/<int:encoding_id>")
 def encoding_info(encoding_id: int) -> Any:
+    if encoding_id > _MAX_ID:
+        raise EncodingNotFound(f"encoding id {encoding_id} not found (ids are 32-bit)")
     return registry_service().encoding_info(g.namespace, g.group, EncodingId(encoding_id)).to_json()
 
 

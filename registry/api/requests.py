@@ -13,6 +13,7 @@ from jsonschema.exceptions import ValidationError
 from registry.api.openapi import NAME_PATTERN, component_schemas
 from registry.errors import BadRequest
 from registry.ids import Namespace
+from registry.limits import MAX_DEPTH, check_text
 
 _NAME = re.compile(NAME_PATTERN)
 
@@ -31,9 +32,13 @@ def json_body(component: str) -> dict[str, Any]:
     """The request's JSON body, valid under the named OpenAPI component, or BadRequest."""
     if not request.is_json:
         raise BadRequest("the request body must be JSON (Content-Type: application/json)")
-    body = request.get_json(silent=True)
+    try:
+        body = request.get_json(silent=True)
+    except RecursionError:
+        raise BadRequest(f"the request body nests deeper than {MAX_DEPTH} levels") from None
     if body is None:
-        raise BadRequest("the request body is not valid JSON")
+        raise BadRequest("the request body is not valid JSON (or is null)")
+    check_text(body)
     error = jsonschema.exceptions.best_match(_validator(component).iter_errors(body))
     if error is not None:
         raise BadRequest(f"invalid {component} at {_where(error)}: {error.message}")
@@ -42,7 +47,7 @@ def json_body(component: str) -> dict[str, Any]:
 
 def check_name(value: str, what: str) -> str:
     """``value`` if it is a valid group or namespace name; BadRequest naming ``what`` otherwise."""
-    if not _NAME.match(value):
+    if not _NAME.fullmatch(value):
         raise BadRequest(f"invalid {what} {value!r}: use letters, digits, '_', '-' and '.', at most 255")
     return value
 

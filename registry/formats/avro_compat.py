@@ -75,12 +75,12 @@ from avro.compatibility import (
     SchemaIncompatibilityType,
     check_fixed_size,
     check_reader_enum_contains_writer_enum,
-    lookup_writer_field,
     merge,
 )
 from avro.schema import (
     ArraySchema,
     EnumSchema,
+    Field,
     FixedSchema,
     LogicalSchema,
     MapSchema,
@@ -337,8 +337,10 @@ class _ReasonChecker(ReaderWriterCompatibilityChecker):
 
     def _fields(self, reader: RecordSchema, writer: RecordSchema) -> SchemaCompatibilityResult:
         result = SchemaCompatibilityResult(_COMPATIBLE)
+        # fields_dict is rebuilt on every access: take it once, not once per reader field.
+        by_name = writer.fields_dict
         for field in reader.fields:
-            written = lookup_writer_field(writer_schema=writer, reader_field=field)
+            written = by_name.get(field.name) or _by_alias(by_name, field)
             if written is not None:
                 result = merge(result, self._child(field.type, written.type, f".{field.name}"))
             elif not field.has_default:
@@ -346,6 +348,13 @@ class _ReasonChecker(ReaderWriterCompatibilityChecker):
                 kind = SchemaIncompatibilityType.reader_field_missing_default_value
                 result = merge(result, _reason(f".{field.name}", message, kind))
         return result
+
+
+def _by_alias(by_name: dict[str, Field], field: Field) -> Field | None:
+    aliases = field.props.get("aliases")
+    if not isinstance(aliases, list):
+        return None
+    return next((by_name[a] for a in aliases if a in by_name), None)
 
 
 def _sorted(pairs: Iterable[tuple[str, str]]) -> list[Incompatibility]:

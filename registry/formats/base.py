@@ -41,6 +41,8 @@ class ParsedSchema:
     data: bytes
     canonical: bytes
     parsed: Any = field(compare=False, repr=False)
+    #: format-specific facts computed once at parse time to speed up checks
+    summary: Any = field(default=None, compare=False, repr=False)
 
     @property
     def fingerprint(self) -> str:

@@ -12,6 +12,7 @@ import jsonschema.validators
 from registry.errors import InvalidSchema
 from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
 from registry.formats.jsonschema_compat import check_json_schema
+from registry.limits import check_text, reject_constant
 
 
 class JsonSchemaFormat(SchemaFormat):
@@ -21,9 +22,12 @@ class JsonSchemaFormat(SchemaFormat):
 
     def parse(self, data: bytes, type_name: str) -> ParsedSchema:
         try:
-            document: Any = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            document: Any = json.loads(data.decode("utf-8"), parse_constant=reject_constant)
+        except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
             raise InvalidSchema(f"JSON Schema is not valid JSON: {e}") from None
+        except RecursionError:
+            raise InvalidSchema("JSON Schema nests too deeply") from None
+        check_text(document, error=InvalidSchema, allow_nul=True)
         if not isinstance(document, (dict, bool)):
             raise InvalidSchema("a JSON Schema must be an object or a boolean")
         validator = jsonschema.validators.validator_for(document, default=jsonschema.Draft202012Validator)

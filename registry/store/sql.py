@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 from registry.db import Transactions, now_ms
 from registry.errors import (
     AlreadyExists,
-    BadRequest,
     CodecNotRegistered,
     EncodingNotFound,
     GroupNotFound,
@@ -31,6 +30,7 @@ from registry.model import (
     SerializationFormat,
     VersionInfo,
 )
+from registry.pagination import decode_token
 from registry.store.base import AddCheck, AddContext, GroupPage, RegistryStore, StoredVersion
 from registry.store.orm import CodecRow, EncodingRow, GroupRow, SchemaRow, VersionRow
 
@@ -133,11 +133,7 @@ class SqlRegistryStore(RegistryStore):
             return _properties(self._group(session, namespace, name))
 
     def list_groups(self, namespace: Namespace, token: str | None, limit: int) -> GroupPage:
-        after = 0
-        if token:
-            if not token.isdigit():
-                raise BadRequest(f"continuationToken {token!r} is not one this server issued")
-            after = int(token)
+        after = decode_token(token)
         with self._read() as session:
             rows = session.scalars(
                 select(GroupRow)

@@ -79,3 +79,14 @@ def test_till_checks_exactly_the_versions_from_its_floor(
     till = Compatibility("Advanced", Rule("till", history[floor].version), Rule("till", history[floor].version))
     expected = all(ok("Full", new, [e]) for e in history[floor:])
     assert (not evaluate(till, new, history)) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(records(), records())
+def test_the_avro_record_fast_path_agrees_with_the_full_checker(reader: ParsedSchema, writer: ParsedSchema) -> None:
+    from registry.formats.avro_compat import check_avro
+
+    assert reader.summary is not None
+    fast = get_format("Avro").check(reader, writer)
+    full = check_avro(reader.parsed, writer.parsed)
+    assert (fast == []) == (full == [])
