@@ -64,7 +64,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     from registry.api import groups, meta, schemas
 
     app.before_request(_refuse_nul)
-    observability.init_app(app)
+    observability.init_app(app, settings.access_log)
     app.register_blueprint(meta.bp)
     app.register_blueprint(groups.bp, url_prefix="/v1/groups")
     app.register_blueprint(groups.bp, url_prefix="/v1/namespace/<namespace>/groups", name="ns_groups")

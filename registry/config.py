@@ -36,6 +36,17 @@ def _int(environ: Mapping[str, str], key: str, default: int, low: int, high: int
     return value
 
 
+def _bool(environ: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = environ.get(key, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("1", "true", "yes", "on"):
+        return True
+    if raw in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{key} must be true or false, not {raw!r}")
+
+
 @dataclass(frozen=True)
 class Settings:
     """Everything the server needs to know about its environment."""
@@ -47,6 +58,7 @@ class Settings:
     workers: int = 2
     max_body_bytes: int = 8 * 1024 * 1024
     list_limit: int = 100
+    access_log: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -61,6 +73,7 @@ class Settings:
             port=_int(env, "STREAMCAT_PORT", base.port, 1, 65535),
             workers=_int(env, "STREAMCAT_WORKERS", base.workers, 1, 256),
             max_body_bytes=_int(env, "STREAMCAT_MAX_BODY_BYTES", base.max_body_bytes, 1024, 1 << 30),
+            access_log=_bool(env, "STREAMCAT_ACCESS_LOG", base.access_log),
         )
         settings.validate()
         return settings
