@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from registry import migrate
+from registry.cli_spark import spark_conf
 from registry.cli_streams import streams
 from registry.config import ConfigError, Settings
 
@@ -155,6 +156,7 @@ def restore_command(source: str, merge: bool) -> None:
 
 
 main.add_command(streams)
+main.add_command(spark_conf)
 
 
 def run(argv: list[str] | None = None) -> Any:

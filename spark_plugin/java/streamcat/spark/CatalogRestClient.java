@@ -1,0 +1,119 @@
+package streamcat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.URLEncoder;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The catalog REST API over java.net.http, with Jackson for JSON.
+ *
+ * Every non-2xx answer becomes a {@link CatalogApiException} carrying the server's error code,
+ * message and (for refused schemas) the reasons, so that the catalog can map them onto Spark's
+ * exception types.
+ */
+final class CatalogRestClient {
+    static final ObjectMapper JSON = new ObjectMapper();
+    private static final int PAGE = 500;
+
+    private final String base;
+    private final HttpClient http;
+    private final Duration timeout;
+
+    CatalogRestClient(String uri, Duration timeout) {
+        this.base = uri.endsWith("/") ? uri.substring(0, uri.length() - 1) : uri;
+        this.timeout = timeout;
+        this.http = HttpClient.newBuilder().connectTimeout(timeout).version(HttpClient.Version.HTTP_1_1).build();
+    }
+
+    String uri() {
+        return base;
+    }
+
+    static String segment(String name) {
+        return URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20");
+    }
+
+    static ObjectNode object() {
+        return JSON.createObjectNode();
+    }
+
+    static ArrayNode array() {
+        return JSON.createArrayNode();
+    }
+
+    static JsonNode parse(String text) {
+        try {
+            return JSON.readTree(text);
+        } catch (IOException e) {
+            throw new UncheckedIOException("not JSON: " + text, e);
+        }
+    }
+
+    /** One request; the parsed answer (a missing node for 204). */
+    JsonNode call(String method, String path, JsonNode body) {
+        HttpRequest.BodyPublisher publisher = body == null
+                ? HttpRequest.BodyPublishers.noBody()
+                : HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8);
+        HttpRequest request = HttpRequest.newBuilder(URI.create(base + path))
+                .timeout(timeout)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json")
+                .method(method, publisher)
+                .build();
+        HttpResponse<String> response;
+        try {
+            response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException("streamcat catalog at " + base + " is unreachable: " + e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while calling the streamcat catalog", e);
+        }
+        int status = response.statusCode();
+        String text = response.body();
+        if (status >= 200 && status < 300) {
+            return text == null || text.isEmpty() ? JSON.missingNode() : parse(text);
+        }
+        throw CatalogApiException.from(method + " " + path, status, text);
+    }
+
+    JsonNode get(String path) {
+        return call("GET", path, null);
+    }
+
+    /** Every item under {@code key} of a paginated list. */
+    List<JsonNode> pages(String path, String key) {
+        List<JsonNode> out = new ArrayList<>();
+        String token = null;
+        while (true) {
+            String query = "?limit=" + PAGE + (token == null ? "" : "&continuationToken=" + segment(token));
+            JsonNode body = get(path + query);
+            JsonNode items = body.path(key);
+            items.forEach(out::add);
+            if (items.size() < PAGE || !body.hasNonNull("continuationToken")) {
+                return out;
+            }
+            token = body.path("continuationToken").asText();
+        }
+    }
+
+    static ObjectNode stringMap(Map<String, String> values) {
+        ObjectNode node = object();
+        values.forEach(node::put);
+        return node;
+    }
+}

@@ -1,0 +1,468 @@
+package streamcat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
+import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The Streamcat catalog for Spark: databases are scopes, tables are streams with a schema group.
+ *
+ * <pre>
+ * spark.sql.catalog.streamcat       streamcat.spark.StreamcatCatalog
+ * spark.sql.catalog.streamcat.uri   http://localhost:9092
+ * </pre>
+ *
+ * Metadata calls go to the catalog REST API; table data goes through the project's Python data
+ * source (see {@link StreamcatTable}). Schema conversion happens on the server: this shim only
+ * sends and receives Spark's StructType JSON.
+ */
+public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
+    /** Table formats, as USING names them. */
+    static final Set<String> FORMATS = Set.of("avro", "protobuf", "json");
+    /** Marks tables created with an explicit LOCATION: DROP TABLE keeps their files. */
+    static final String EXTERNAL = "streamcat.external";
+    static final String SEGMENTS = "segments";
+
+    private String name;
+    private CatalogRestClient client;
+
+    @Override
+    public void initialize(String name, CaseInsensitiveStringMap options) {
+        this.name = name;
+        String uri = options.get("uri");
+        if (uri == null || uri.isBlank()) {
+            throw new IllegalArgumentException("spark.sql.catalog." + name + ".uri must name the streamcat server, "
+                    + "e.g. http://localhost:9092");
+        }
+        long timeout = Long.parseLong(options.getOrDefault("timeout", "60"));
+        this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout));
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    // -- namespaces (scopes) -------------------------------------------------------------------
+
+    private static String scopePath(String scope) {
+        return "/v1/scopes/" + CatalogRestClient.segment(scope);
+    }
+
+    private static String tablePath(Identifier ident) {
+        return scopePath(ident.namespace()[0]) + "/tables/" + CatalogRestClient.segment(ident.name());
+    }
+
+    @Override
+    public String[][] listNamespaces() {
+        List<JsonNode> scopes = client.pages("/v1/scopes", "scopes");
+        String[][] out = new String[scopes.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = new String[] {scopes.get(i).path("scopeName").asText()};
+        }
+        return out;
+    }
+
+    @Override
+    public String[][] listNamespaces(String[] namespace) throws NoSuchNamespaceException {
+        if (namespace.length == 0) {
+            return listNamespaces();
+        }
+        loadNamespaceMetadata(namespace);
+        return new String[0][];  // scopes do not nest
+    }
+
+    @Override
+    public boolean namespaceExists(String[] namespace) {
+        if (namespace.length != 1) {
+            return false;
+        }
+        try {
+            client.get(scopePath(namespace[0]));
+            return true;
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public Map<String, String> loadNamespaceMetadata(String[] namespace) throws NoSuchNamespaceException {
+        if (namespace.length != 1) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        JsonNode scope;
+        try {
+            scope = client.get(scopePath(namespace[0]));
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchNamespaceException(namespace);
+            }
+            throw e;
+        }
+        Map<String, String> metadata = new LinkedHashMap<>();
+        scope.path("properties").fields().forEachRemaining(e -> metadata.put(e.getKey(), e.getValue().asText()));
+        String comment = scope.path("comment").asText("");
+        if (!comment.isEmpty()) {
+            metadata.put(SupportsNamespaces.PROP_COMMENT, comment);
+        }
+        return metadata;
+    }
+
+    @Override
+    public void createNamespace(String[] namespace, Map<String, String> metadata)
+            throws NamespaceAlreadyExistsException {
+        if (namespace.length != 1) {
+            throw new IllegalArgumentException("streamcat namespaces (scopes) have one level, not "
+                    + String.join(".", namespace));
+        }
+        Map<String, String> properties = new HashMap<>(metadata);
+        String comment = properties.remove(SupportsNamespaces.PROP_COMMENT);
+        ObjectNode body = CatalogRestClient.object().put("scopeName", namespace[0]);
+        body.put("comment", comment == null ? "" : comment);
+        body.set("properties", CatalogRestClient.stringMap(properties));
+        try {
+            client.call("POST", "/v1/scopes", body);
+        } catch (CatalogApiException e) {
+            if (e.isConflict()) {
+                throw new NamespaceAlreadyExistsException(namespace);
+            }
+            throw badRequest(e);
+        }
+    }
+
+    @Override
+    public void alterNamespace(String[] namespace, NamespaceChange... changes) throws NoSuchNamespaceException {
+        if (namespace.length != 1) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        ObjectNode set = CatalogRestClient.object();
+        List<String> remove = new ArrayList<>();
+        String comment = null;
+        for (NamespaceChange change : changes) {
+            if (change instanceof NamespaceChange.SetProperty p) {
+                if (SupportsNamespaces.PROP_COMMENT.equals(p.property())) {
+                    comment = p.value();
+                } else {
+                    set.put(p.property(), p.value());
+                }
+            } else if (change instanceof NamespaceChange.RemoveProperty p) {
+                if (SupportsNamespaces.PROP_COMMENT.equals(p.property())) {
+                    comment = "";
+                } else {
+                    remove.add(p.property());
+                }
+            } else {
+                throw new UnsupportedOperationException("streamcat scopes do not support " + change);
+            }
+        }
+        ObjectNode body = CatalogRestClient.object();
+        body.set("properties", set);
+        body.set("removeProperties", CatalogRestClient.JSON.valueToTree(remove));
+        if (comment != null) {
+            body.put("comment", comment);
+        }
+        try {
+            client.call("PUT", scopePath(namespace[0]), body);
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchNamespaceException(namespace);
+            }
+            throw badRequest(e);
+        }
+    }
+
+    @Override
+    public boolean dropNamespace(String[] namespace, boolean cascade)
+            throws NoSuchNamespaceException, NonEmptyNamespaceException {
+        if (namespace.length != 1) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        // CASCADE drops the tables as DROP TABLE would: their files go too.
+        String query = "?cascade=" + cascade + "&purge=" + cascade;
+        try {
+            client.call("DELETE", scopePath(namespace[0]) + query, null);
+            return true;
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchNamespaceException(namespace);
+            }
+            if ("ScopeNotEmpty".equals(e.code)) {
+                throw new NonEmptyNamespaceException(namespace);
+            }
+            throw badRequest(e);
+        }
+    }
+
+    // -- tables ------------------------------------------------------------------------------------
+
+    @Override
+    public Identifier[] listTables(String[] namespace) throws NoSuchNamespaceException {
+        if (namespace.length != 1) {
+            throw new NoSuchNamespaceException(namespace);
+        }
+        List<JsonNode> tables;
+        try {
+            tables = client.pages(scopePath(namespace[0]) + "/tables", "tables");
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchNamespaceException(namespace);
+            }
+            throw e;
+        }
+        Identifier[] out = new Identifier[tables.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Identifier.of(namespace, tables.get(i).path("tableName").asText());
+        }
+        return out;
+    }
+
+    private JsonNode getTable(Identifier ident) throws NoSuchTableException {
+        if (ident.namespace().length != 1) {
+            throw new NoSuchTableException(ident);
+        }
+        try {
+            return client.get(tablePath(ident));
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchTableException(ident);
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public Table loadTable(Identifier ident) throws NoSuchTableException {
+        return toTable(ident, getTable(ident));
+    }
+
+    /** {@code VERSION AS OF n}: the table as of commit n (a stream cut). */
+    @Override
+    public Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+        long cut;
+        try {
+            cut = Long.parseLong(version.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("VERSION AS OF takes a commit number of the table's stream, not '"
+                    + version + "'");
+        }
+        return toTable(ident, getTable(ident)).at("streamcat.cut", Long.toString(cut));
+    }
+
+    /** {@code TIMESTAMP AS OF t}: the table as of its last commit at or before t (microseconds). */
+    @Override
+    public Table loadTable(Identifier ident, long timestamp) throws NoSuchTableException {
+        return toTable(ident, getTable(ident)).at("streamcat.asoftime", Long.toString(Math.floorDiv(timestamp, 1000L)));
+    }
+
+    private StreamcatTable toTable(Identifier ident, JsonNode json) {
+        StructType schema = (StructType) DataType.fromJson(json.path("schema").toString());
+        JsonNode stream = json.path("stream");
+        JsonNode version = json.path("schemaVersion");
+        Map<String, String> properties = new LinkedHashMap<>();
+        json.path("properties").fields().forEachRemaining(e -> properties.put(e.getKey(), e.getValue().asText()));
+        properties.put(TableCatalog.PROP_PROVIDER, json.path("format").asText());
+        properties.put(TableCatalog.PROP_LOCATION, stream.path("location").asText());
+        String comment = json.path("comment").asText("");
+        if (!comment.isEmpty()) {
+            properties.put(TableCatalog.PROP_COMMENT, comment);
+        }
+        JsonNode compatibility = json.path("compatibility");
+        properties.put("compatibility", "Advanced".equals(compatibility.path("policy").asText())
+                ? compatibility.toString() : compatibility.path("policy").asText());
+        properties.put(SEGMENTS, stream.path("scalingPolicy").path("minSegments").asText("1"));
+        properties.put("streamcat.schema.version", version.path("version").asText());
+        properties.put("streamcat.schema.id", version.path("id").asText());
+        properties.put("streamcat.table.version", json.path("version").asText());
+
+        Map<String, String> options = new HashMap<>();
+        options.put("uri", client.uri());
+        options.put("scope", ident.namespace()[0]);
+        options.put("stream", ident.name());
+        options.put("location", stream.path("location").asText());
+        options.put("format", json.path("format").asText());
+        options.put("streamcat.schema.type", version.path("type").asText());
+        options.put("streamcat.schema.version", version.path("version").asText());
+        options.put("streamcat.schema.id", version.path("id").asText());
+        String qualified = name + "." + ident.namespace()[0] + "." + ident.name();
+        return new StreamcatTable(qualified, schema, properties, options);
+    }
+
+    private static StructType structOf(Column[] columns) {
+        List<StructField> fields = new ArrayList<>();
+        for (Column column : columns) {
+            if (column.defaultValue() != null) {
+                throw new UnsupportedOperationException(
+                        "streamcat tables do not support column DEFAULT values (column " + column.name() + ")");
+            }
+            if (column.generationExpression() != null || column.identityColumnSpec() != null) {
+                throw new UnsupportedOperationException(
+                        "streamcat tables do not support generated or identity columns (column " + column.name() + ")");
+            }
+            MetadataBuilder metadata = new MetadataBuilder();
+            if (column.metadataInJSON() != null) {
+                metadata.withMetadata(Metadata.fromJson(column.metadataInJSON()));
+            }
+            if (column.comment() != null) {
+                metadata.putString("comment", column.comment());
+            }
+            fields.add(new StructField(column.name(), column.dataType(), column.nullable(), metadata.build()));
+        }
+        return new StructType(fields.toArray(new StructField[0]));
+    }
+
+    @Override
+    public Table createTable(Identifier ident, Column[] columns, Transform[] partitions, Map<String, String> properties)
+            throws TableAlreadyExistsException, NoSuchNamespaceException {
+        if (ident.namespace().length != 1) {
+            throw new NoSuchNamespaceException(ident.namespace());
+        }
+        if (partitions.length > 0) {
+            throw new UnsupportedOperationException("streamcat tables are not partitioned by columns; "
+                    + "spread a table over segments with TBLPROPERTIES ('segments' = 'n')");
+        }
+        Map<String, String> props = new LinkedHashMap<>(properties);
+        String provider = props.remove(TableCatalog.PROP_PROVIDER);
+        String format = provider == null ? "avro" : provider.toLowerCase(Locale.ROOT);
+        if (!FORMATS.contains(format)) {
+            throw new IllegalArgumentException("streamcat tables are USING avro (the default), protobuf or json, not "
+                    + provider + " (DataFrameWriter.saveAsTable names spark.sql.sources.default when it is given no "
+                    + "format: add .format(\"avro\"), or use df.writeTo(...))");
+        }
+        String location = props.remove(TableCatalog.PROP_LOCATION);
+        String path = props.remove(TableCatalog.OPTION_PREFIX + "path");
+        if (location == null) {
+            location = path;
+        }
+        String comment = props.remove(TableCatalog.PROP_COMMENT);
+        props.remove(TableCatalog.PROP_EXTERNAL);
+        props.remove(TableCatalog.PROP_IS_MANAGED_LOCATION);
+        String segments = props.remove(SEGMENTS);
+        if (location != null) {
+            props.put(EXTERNAL, "true");
+        }
+        ObjectNode body = CatalogRestClient.object().put("tableName", ident.name());
+        body.set("schema", CatalogRestClient.parse(structOf(columns).json()));
+        body.put("format", format);
+        body.put("comment", comment == null ? "" : comment);
+        body.set("properties", CatalogRestClient.stringMap(props));
+        if (segments != null) {
+            int count;
+            try {
+                count = Integer.parseInt(segments.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("TBLPROPERTIES 'segments' must be a number, not '" + segments + "'");
+            }
+            body.set("scalingPolicy", CatalogRestClient.object().put("minSegments", count));
+        }
+        if (location != null) {
+            body.put("location", location);
+        }
+        try {
+            return toTable(ident, client.call("POST", scopePath(ident.namespace()[0]) + "/tables", body));
+        } catch (CatalogApiException e) {
+            if (e.isConflict() && "AlreadyExists".equals(e.code)) {
+                throw new TableAlreadyExistsException(ident);
+            }
+            if (e.isNotFound()) {
+                throw new NoSuchNamespaceException(ident.namespace());
+            }
+            throw badRequest(e);
+        }
+    }
+
+    @Override
+    public Table alterTable(Identifier ident, TableChange... changes) throws NoSuchTableException {
+        if (ident.namespace().length != 1) {
+            throw new NoSuchTableException(ident);
+        }
+        ObjectNode body = CatalogRestClient.object();
+        body.set("changes", TableChanges.toJson(changes));
+        try {
+            return toTable(ident, client.call("PATCH", tablePath(ident), body));
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new NoSuchTableException(ident);
+            }
+            throw badRequest(e);
+        }
+    }
+
+    @Override
+    public boolean dropTable(Identifier ident) {
+        JsonNode table;
+        try {
+            table = getTable(ident);
+        } catch (NoSuchTableException e) {
+            return false;
+        }
+        // Like a managed table, a table stored at the catalog's own location takes its files along.
+        boolean external = "true".equals(table.path("properties").path(EXTERNAL).asText());
+        return drop(ident, !external);
+    }
+
+    @Override
+    public boolean purgeTable(Identifier ident) {
+        return drop(ident, true);
+    }
+
+    private boolean drop(Identifier ident, boolean purge) {
+        if (ident.namespace().length != 1) {
+            return false;
+        }
+        try {
+            client.call("DELETE", tablePath(ident) + "?purge=" + purge, null);
+            return true;
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    @Override
+    public void renameTable(Identifier oldIdent, Identifier newIdent) {
+        throw new UnsupportedOperationException("streamcat cannot rename tables: a table's name is also the name of "
+                + "its stream and of its schema group, which producers and readers use. Copy it instead: "
+                + "CREATE TABLE " + newIdent + " AS SELECT * FROM " + oldIdent + ", then DROP TABLE " + oldIdent);
+    }
+
+    /** A refusal of the server as the exception Spark shows for bad statements, reasons included. */
+    private static RuntimeException badRequest(CatalogApiException e) {
+        if (e.status == 400 || e.status == 409 || e.status == 417) {
+            return new IllegalArgumentException(e.getMessage(), e);
+        }
+        return e;
+    }
+}

@@ -1,0 +1,81 @@
+"""The Streamcat data source for Spark (a Python data source named ``streamcat``).
+
+Spark finds it by itself: a top-level module named ``pyspark_<something>`` with a
+``DefaultSource`` class is registered automatically by every session whose Python has it
+installed (the catalog shim also registers it by reference if it was not discovered). The
+catalog (``streamcat.spark.StreamcatCatalog``) hands it each table's coordinates, so SQL
+users never name it; it can also be used directly::
+
+    spark.read.format("streamcat").option("uri", url).option("scope", "sales").option("table", "orders").load()
+
+Reads return every row under the table's current schema, from columnar chunks (Parquet,
+written by Spark) and event chunks (written by producers in the registry's wire format).
+Writes produce columnar chunks and commit them atomically. Kept light at import: Spark
+imports every ``pyspark_*`` module when it looks for data sources.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import (
+        DataSourceReader,
+        DataSourceStreamReader,
+        DataSourceStreamWriter,
+        DataSourceWriter,
+    )
+    from pyspark.sql.types import StructType
+
+__all__ = ["DefaultSource"]
+
+
+class DefaultSource(DataSource):
+    """Reads and writes Streamcat tables: batch, streaming, time travel, atomic and exactly-once writes."""
+
+    @classmethod
+    def name(cls) -> str:
+        """The short name Spark knows the source by."""
+        return "streamcat"
+
+    def schema(self) -> StructType:
+        """The table's current schema (asked only when the source is used without the catalog)."""
+        from pyspark.sql.types import StructType
+
+        from catalog_api.client import CatalogClient
+
+        from .options import SourceOptions
+
+        options = SourceOptions.parse(self.options)
+        table = CatalogClient(options.uri).get_table(options.scope, options.stream)
+        return StructType.fromJson(table["schema"])
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        """A batch reader of ``schema`` (the table's columns the query needs)."""
+        from .options import SourceOptions
+        from .reader import BatchReader
+
+        return BatchReader(SourceOptions.parse(self.options).resolved(), schema)
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        """A streaming reader: micro-batches of whole commits."""
+        from .options import SourceOptions
+        from .reader import StreamReader
+
+        return StreamReader(SourceOptions.parse(self.options).resolved(), schema)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        """A batch writer (``overwrite`` for INSERT OVERWRITE and ``mode("overwrite")``)."""
+        from .options import SourceOptions
+        from .writer import BatchWriter
+
+        return BatchWriter(SourceOptions.parse(self.options).resolved(), schema, overwrite)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        """A streaming writer (``overwrite`` in complete output mode)."""
+        from .options import SourceOptions
+        from .writer import StreamWriter
+
+        return StreamWriter(SourceOptions.parse(self.options).resolved(), schema, overwrite)

@@ -1,0 +1,118 @@
+"""What the data source is told: which table, at which point of its history, how to split the work.
+
+The catalog shim hands every scan and write the table's coordinates (``uri``, ``scope``,
+``stream``, ``location``, ``format``) and the schema version Spark planned with
+(``streamcat.schema.*``); a user of ``spark.read.format("streamcat")`` gives ``uri``, ``scope``
+and ``table`` (or ``stream``) and the rest is looked up. Spark lower-cases option keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from registry.ids import SchemaId, TypeName, Version
+from registry.model import VersionInfo
+
+#: Rows of one write task that go into one chunk file before the next one is started.
+DEFAULT_ROWS_PER_CHUNK = 1_000_000
+#: Rows a read task aims for when it groups small chunks into one partition.
+DEFAULT_ROWS_PER_PARTITION = 1_000_000
+
+
+class OptionError(ValueError):
+    """An option is missing or has a value the source cannot use."""
+
+
+def _int(options: Mapping[str, str], key: str, default: int | None = None, minimum: int = 0) -> int | None:
+    raw = options.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise OptionError(f"option {key} must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise OptionError(f"option {key} must be at least {minimum}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class SourceOptions:
+    """The parsed options of one scan or write."""
+
+    uri: str
+    scope: str
+    stream: str
+    location: str | None = None
+    format: str | None = None
+    schema_version: VersionInfo | None = None
+    cut: int | None = None
+    as_of_time: int | None = None
+    filters: list[dict[str, Any]] = field(default_factory=list)
+    query_id: str | None = None
+    max_commits_per_trigger: int | None = None
+    max_rows_per_trigger: int | None = None
+    starting_commit: str = "earliest"
+    rows_per_chunk: int = DEFAULT_ROWS_PER_CHUNK
+    rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+        """From Spark's (lower-cased) options."""
+        opts = {str(k).lower(): str(v) for k, v in options.items()}
+        missing = [k for k in ("uri", "scope") if not opts.get(k)]
+        stream = opts.get("stream") or opts.get("table")
+        if not stream:
+            missing.append("table")
+        if missing:
+            raise OptionError(f"the streamcat data source needs the option(s) {', '.join(missing)}")
+        version = None
+        if opts.get("streamcat.schema.version") and opts.get("streamcat.schema.id"):
+            version = VersionInfo(TypeName(opts.get("streamcat.schema.type", "")),
+                                  Version(int(opts["streamcat.schema.version"])),
+                                  SchemaId(int(opts["streamcat.schema.id"])))
+        cut = _int(opts, "streamcat.cut")
+        if cut is None:
+            cut = _int(opts, "versionasof")
+        try:
+            filters = json.loads(opts.get("streamcat.filters") or "[]")
+        except ValueError:
+            raise OptionError("option streamcat.filters is not JSON") from None
+        starting = (opts.get("startingcommit") or "earliest").strip().lower()
+        if starting not in ("earliest", "latest"):
+            _int(opts, "startingcommit", minimum=1)
+        return cls(
+            uri=opts["uri"],
+            scope=opts["scope"],
+            stream=str(stream),
+            location=opts.get("location") or None,
+            format=opts.get("format") or None,
+            schema_version=version,
+            cut=cut,
+            as_of_time=_int(opts, "streamcat.asoftime"),
+            filters=list(filters),
+            query_id=opts.get("streamcat.queryid") or None,
+            max_commits_per_trigger=_int(opts, "maxcommitspertrigger", minimum=1),
+            max_rows_per_trigger=_int(opts, "maxrowspertrigger", minimum=1),
+            starting_commit=starting,
+            rows_per_chunk=_int(opts, "rowsperchunk", DEFAULT_ROWS_PER_CHUNK, minimum=1) or DEFAULT_ROWS_PER_CHUNK,
+            rows_per_partition=(_int(opts, "rowsperpartition", DEFAULT_ROWS_PER_PARTITION, minimum=1)
+                                or DEFAULT_ROWS_PER_PARTITION),
+        )
+
+    def resolved(self) -> SourceOptions:
+        """These options with location, format and schema version filled in from the catalog if absent."""
+        if self.location and self.format and self.schema_version:
+            return self
+        from catalog_api.client import CatalogClient
+
+        table = CatalogClient(self.uri).get_table(self.scope, self.stream)
+        return replace(
+            self,
+            location=self.location or table["stream"]["location"],
+            format=self.format or table["format"],
+            schema_version=self.schema_version or VersionInfo.from_json(table["schemaVersion"]),
+        )
