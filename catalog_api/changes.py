@@ -113,6 +113,10 @@ def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> S
             new_name = change.get("newName")
             if not new_name or any(f["name"] == new_name for f in fields):
                 raise BadRequest(f"renameColumn: new name {new_name!r} is empty or taken")
+            # The old name stays an alias, so data written before the rename still resolves.
+            metadata = target.setdefault("metadata", {})
+            aliases = [a for a in metadata.get("aliases", []) if a != new_name]
+            metadata["aliases"] = [*aliases, target["name"]] if target["name"] not in aliases else aliases
             target["name"] = new_name
         elif op == "updateColumnType":
             target["type"] = change["type"]

@@ -95,6 +95,10 @@ def _field(f: StructField, record_fullname: str, parent: str) -> dict[str, Any]:
         out["doc"] = f.comment
     if f.other_metadata:
         out[SPARK_METADATA] = f.other_metadata
+        aliases = f.other_metadata.get("aliases")
+        if isinstance(aliases, list) and all(isinstance(a, str) and _NAME.fullmatch(a) for a in aliases):
+            # Former names of a renamed column: Avro resolution reads old data through them.
+            out["aliases"] = list(aliases)
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -353,3 +354,16 @@ def test_table_names_that_are_not_schema_names(catalog: CatalogClient, scope: st
     table = catalog.create_table(scope, name, ORDERS, fmt=fmt)
     assert table["tableName"] == name
     assert catalog.get_table(scope, name)["schema"] == ORDERS
+
+
+def test_rename_keeps_the_old_name_as_an_avro_alias(catalog: CatalogClient, client: RegistryClient,
+                                                    scope: str) -> None:
+    catalog.create_table(scope, "orders", ORDERS)
+    table = catalog.alter_table(scope, "orders", [{"op": "renameColumn", "path": ["item"], "newName": "product"}])
+    assert [f["name"] for f in table["schema"]["fields"]] == ["id", "product", "price"]
+    assert table["schema"]["fields"][1]["metadata"]["aliases"] == ["item"]
+    latest = client.latest_schemas("orders")[0].schema.data
+    product = next(f for f in json.loads(latest)["fields"] if f["name"] == "product")
+    assert product["aliases"] == ["item"], "Backward accepts the rename because old data resolves by alias"
+    back = catalog.alter_table(scope, "orders", [{"op": "renameColumn", "path": ["product"], "newName": "item"}])
+    assert back["schema"]["fields"][1]["metadata"]["aliases"] == ["product"]
