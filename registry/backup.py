@@ -24,7 +24,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, Table, func, insert, sel
 import catalog_api.orm  # noqa: F401  (the catalog's tables are part of every backup)
 from registry.db import now_ms
 from registry.errors import StreamcatError
-from registry.migrate import current_revisions
+from registry.migrate import current_revisions, current_revisions_of
 from registry.store.orm import Base
 
 FORMAT = "streamcat-backup"
@@ -84,13 +84,6 @@ def backup(engine: Engine, out: IO[str]) -> dict[str, int]:
                 counts[table.name] += 1
         out.write(json.dumps({"end": True, "rows": counts}) + "\n")
     return counts
-
-
-def current_revisions_of(conn: Connection) -> set[str]:
-    """The Alembic revisions of the database behind ``conn``."""
-    from alembic.migration import MigrationContext
-
-    return set(MigrationContext.configure(conn).get_current_heads())
 
 
 def _lines(source: IO[str]) -> Iterator[dict[str, Any]]:

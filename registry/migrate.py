@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 import catalog_api.orm  # noqa: F401  (the catalog's tables are part of the models checked)
 from migrations import alembic_config
@@ -22,15 +24,21 @@ class SchemaBehind(StreamcatError):
     code = "DatabaseNotMigrated"
 
 
-def head_revisions(database_url: str) -> set[str]:
-    """The newest revisions in ``migrations/``."""
-    return set(ScriptDirectory.from_config(alembic_config(database_url)).get_heads())
+@cache
+def head_revisions(database_url: str) -> frozenset[str]:
+    """The newest revisions in ``migrations/`` (read once: readiness probes ask often)."""
+    return frozenset(ScriptDirectory.from_config(alembic_config(database_url)).get_heads())
+
+
+def current_revisions_of(conn: Connection) -> set[str]:
+    """The revisions the database behind ``conn`` is at (empty for a fresh database)."""
+    return set(MigrationContext.configure(conn).get_current_heads())
 
 
 def current_revisions(engine: Engine) -> set[str]:
     """The revisions the database is at (empty for a fresh database)."""
     with engine.connect() as conn:
-        return set(MigrationContext.configure(conn).get_current_heads())
+        return current_revisions_of(conn)
 
 
 def require_current(database_url: str) -> None:
