@@ -27,10 +27,10 @@ from typing import Any
 import fastavro
 from werkzeug.serving import make_server
 
-from registry import migrate
-from registry.app import create_app
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from registry.client import RegistryClient, schema_info
-from registry.config import Settings
 from registry.model import Compatibility, GroupProperties, SerializationFormat
 from registry.serde import Deserializer, Serializer
 

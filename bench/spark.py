@@ -29,9 +29,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import spark_plugin
-from registry import migrate
-from registry.app import create_app
-from registry.config import Settings
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from tests.support.net import serve_in_thread
 
 COLUMNS = [

@@ -33,11 +33,11 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from catalog_api.client import CatalogClient
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from catalog_api.streams import StreamReader, StreamWriter
-from registry import migrate
-from registry.app import create_app
 from registry.client import RegistryClient, schema_info
-from registry.config import Settings
 from registry.model import Compatibility, GroupProperties, SerializationFormat
 from tests.support.net import serve_in_thread
 

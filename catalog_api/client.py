@@ -1,4 +1,9 @@
-"""A Python client for the catalog API: scopes, streams, tables, commits and snapshots."""
+"""A Python client for the catalog API: scopes, streams, tables, commits and snapshots.
+
+Requests are built from the wire models (``catalog_api.api.models``) and checked as the server
+will check them; answers are checked against them too, and handed back as plain JSON dicts
+(the REST shapes), except snapshots, which come back as domain chunks.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,25 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+from pydantic import BaseModel
 
+from catalog_api.api import models as wire
 from catalog_api.model import Chunk
-from registry.client import raise_for
+from registry.api.models import Compatibility
+from registry.api.validation import parse_json
+from registry.client import raise_for, read, write
+
+#: Page size of the listings the client walks through.
+_PAGE = 500
 
 
 def _q(name: str) -> str:
     return quote(name, safe="")
+
+
+def _checked(model: type[BaseModel], answer: Any) -> dict[str, Any]:
+    read(model, answer)
+    return dict(answer)
 
 
 class CatalogClient:
@@ -31,15 +48,18 @@ class CatalogClient:
             return None
         return response.json()
 
-    def _pages(self, path: str, key: str) -> Iterator[dict[str, Any]]:
+    def _pages(
+        self, path: str, model: type[wire.ScopeList | wire.StreamList | wire.TableList], key: str
+    ) -> Iterator[dict[str, Any]]:
         token = None
         while True:
-            params: dict[str, Any] = {"limit": 500}
+            params: dict[str, Any] = {"limit": _PAGE}
             if token:
                 params["continuationToken"] = token
             body = self._call("GET", path, params=params)
+            read(model, body)
             yield from body[key]
-            if len(body[key]) < 500:
+            if len(body[key]) < _PAGE:
                 return
             token = body["continuationToken"]
 
@@ -47,17 +67,16 @@ class CatalogClient:
 
     def create_scope(self, name: str, comment: str = "", properties: dict[str, str] | None = None) -> dict[str, Any]:
         """Create a scope."""
-        return dict(
-            self._call("POST", "/v1/scopes", {"scopeName": name, "comment": comment, "properties": properties or {}})
-        )
+        body = wire.CreateScopeRequest.model_construct(scope_name=name, comment=comment, properties=properties or {})
+        return _checked(wire.Scope, self._call("POST", "/v1/scopes", write(body)))
 
     def get_scope(self, name: str) -> dict[str, Any]:
         """A scope."""
-        return dict(self._call("GET", f"/v1/scopes/{_q(name)}"))
+        return _checked(wire.Scope, self._call("GET", f"/v1/scopes/{_q(name)}"))
 
     def list_scopes(self) -> list[dict[str, Any]]:
         """Every scope."""
-        return list(self._pages("/v1/scopes", "scopes"))
+        return list(self._pages("/v1/scopes", wire.ScopeList, "scopes"))
 
     def update_scope(
         self,
@@ -67,8 +86,10 @@ class CatalogClient:
         comment: str | None = None,
     ) -> dict[str, Any]:
         """Set or remove properties, change the comment."""
-        body = {"properties": properties or {}, "removeProperties": list(remove), "comment": comment}
-        return dict(self._call("PUT", f"/v1/scopes/{_q(name)}", body))
+        body = wire.UpdateScopeRequest.model_construct(
+            properties=properties or {}, remove_properties=list(remove), comment=comment
+        )
+        return _checked(wire.Scope, self._call("PUT", f"/v1/scopes/{_q(name)}", write(body)))
 
     def delete_scope(self, name: str, cascade: bool = False, purge: bool = False) -> None:
         """Delete a scope (ScopeNotEmpty unless cascade)."""
@@ -86,29 +107,34 @@ class CatalogClient:
         retention_bytes: int | None = None,
     ) -> dict[str, Any]:
         """Create a stream."""
-        body = {
-            "streamName": name,
-            "scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": segments},
-            "retentionPolicy": {"retentionTimeMillis": retention_ms, "retentionSizeBytes": retention_bytes},
-            "location": location,
-        }
-        return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/streams", body))
+        body = wire.CreateStreamRequest.model_construct(
+            stream_name=name,
+            scaling_policy=wire.ScalingPolicy.model_construct(type="FIXED_NUM_SEGMENTS", min_segments=segments),
+            retention_policy=wire.RetentionPolicy.model_construct(
+                retention_time_millis=retention_ms, retention_size_bytes=retention_bytes
+            ),
+            location=location,
+        )
+        return _checked(wire.Stream, self._call("POST", f"/v1/scopes/{_q(scope)}/streams", write(body)))
 
     def get_stream(self, scope: str, name: str) -> dict[str, Any]:
         """A stream."""
-        return dict(self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(name)}"))
+        return _checked(wire.Stream, self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(name)}"))
 
     def list_streams(self, scope: str) -> list[dict[str, Any]]:
         """Every stream of a scope."""
-        return list(self._pages(f"/v1/scopes/{_q(scope)}/streams", "streams"))
+        return list(self._pages(f"/v1/scopes/{_q(scope)}/streams", wire.StreamList, "streams"))
 
     def seal_stream(self, scope: str, name: str) -> dict[str, Any]:
         """Refuse further commits."""
-        return dict(self._call("PUT", f"/v1/scopes/{_q(scope)}/streams/{_q(name)}/state", {"streamState": "SEALED"}))
+        body = write(wire.StreamStateRequest.model_construct(stream_state="SEALED"))
+        return _checked(wire.Stream, self._call("PUT", f"/v1/scopes/{_q(scope)}/streams/{_q(name)}/state", body))
 
     def truncate_stream(self, scope: str, name: str, cut: int) -> dict[str, Any]:
         """Hide commits up to ``cut``."""
-        return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/streams/{_q(name)}/truncate", {"streamCut": cut}))
+        body = write(wire.TruncateRequest.model_construct(stream_cut=cut))
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(name)}/truncate"
+        return _checked(wire.Stream, self._call("POST", path, body))
 
     def delete_stream(self, scope: str, name: str, purge: bool = False) -> None:
         """Delete a stream (not a table's)."""
@@ -129,32 +155,32 @@ class CatalogClient:
         compatibility: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Create a table: stream, group and first schema version, atomically."""
-        body = {
-            "tableName": name,
-            "schema": schema,
-            "format": fmt,
-            "properties": properties or {},
-            "comment": comment,
-            "scalingPolicy": {"minSegments": segments},
-            "location": location,
-            "compatibility": compatibility,
-        }
-        return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/tables", body))
+        body = wire.CreateTableRequest.model_construct(
+            table_name=name,
+            schema_=parse_json(wire.StructType, schema),
+            format=fmt,
+            properties=properties or {},
+            comment=comment,
+            scaling_policy=wire.ScalingPolicy.model_construct(min_segments=segments),
+            location=location,
+            compatibility=parse_json(Compatibility, compatibility) if compatibility is not None else None,
+        )
+        return _checked(wire.Table, self._call("POST", f"/v1/scopes/{_q(scope)}/tables", write(body)))
 
     def get_table(self, scope: str, name: str) -> dict[str, Any]:
         """A table."""
-        return dict(self._call("GET", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}"))
+        return _checked(wire.Table, self._call("GET", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}"))
 
     def list_tables(self, scope: str) -> list[dict[str, Any]]:
         """Every table of a scope."""
-        return list(self._pages(f"/v1/scopes/{_q(scope)}/tables", "tables"))
+        return list(self._pages(f"/v1/scopes/{_q(scope)}/tables", wire.TableList, "tables"))
 
     def alter_table(
         self, scope: str, name: str, changes: Sequence[dict[str, Any]], expected_version: int | None = None
     ) -> dict[str, Any]:
-        """Apply table changes (see catalog_api.changes)."""
-        body = {"changes": list(changes), "expectedVersion": expected_version}
-        return dict(self._call("PATCH", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}", body))
+        """Apply table changes (see catalog_api.changes and the TableChange models)."""
+        body = parse_json(wire.AlterTableRequest, {"changes": list(changes), "expectedVersion": expected_version})
+        return _checked(wire.Table, self._call("PATCH", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}", write(body)))
 
     def drop_table(self, scope: str, name: str, purge: bool = False) -> None:
         """Drop a table (with purge: and its files)."""
@@ -174,20 +200,22 @@ class CatalogClient:
         properties: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         """Append chunks as one commit; ``duplicate`` in the answer tells a repeated (writer, sequence)."""
-        body = {
-            "chunks": [_chunk_body(c) for c in chunks],
-            "overwrite": overwrite,
-            "writerId": writer_id,
-            "writerSequence": writer_sequence,
-            "properties": properties or {},
-        }
-        return dict(self._call("POST", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits", body))
+        body = wire.CommitRequest.model_construct(
+            chunks=[wire.ChunkInfo.of(c) for c in chunks],
+            overwrite=overwrite,
+            writer_id=writer_id,
+            writer_sequence=writer_sequence,
+            properties=properties or {},
+        )
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits"
+        return _checked(wire.Commit, self._call("POST", path, write(body)))
 
     def commits(self, scope: str, stream: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Commit history after a commit number."""
         body = self._call(
             "GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits", params={"after": after, "limit": limit}
         )
+        read(wire.CommitList, body)
         return list(body["commits"])
 
     def snapshot(
@@ -196,10 +224,5 @@ class CatalogClient:
         """(stream cut, chunks) visible at a cut / time, or appended after ``after``."""
         params = {k: v for k, v in {"streamCut": cut, "asOfTime": as_of_time, "after": after}.items() if v is not None}
         body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/chunks", params=params)
-        return int(body["streamCut"]), [Chunk.from_json(c) for c in body["chunks"]]
-
-
-def _chunk_body(chunk: Chunk) -> dict[str, Any]:
-    body = chunk.to_json()
-    body.pop("commit")
-    return body
+        snapshot = read(wire.Snapshot, body).to_domain()
+        return snapshot.cut, snapshot.chunks

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from registry.errors import Conflict, NotFound
+from registry.errors import BadRequest, Conflict, NotFound
 
 
 class ScopeNotFound(NotFound):
@@ -33,3 +33,16 @@ class StreamSealed(Conflict):
     """A sealed stream takes no more commits."""
 
     code = "StreamSealed"
+
+
+class LocationNotAllowed(BadRequest):
+    """A stream location the server does not give: outside the warehouse and every allowed root,
+    spelled with ``..``, escaping its root through a symlink, or on a filesystem no root is on."""
+
+    code = "LocationNotAllowed"
+
+
+class LocationOverlaps(Conflict):
+    """A stream location that is, holds, or sits inside another live stream's location."""
+
+    code = "LocationOverlaps"

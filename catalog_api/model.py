@@ -1,11 +1,10 @@
-"""The catalog's domain objects and their JSON shapes."""
+"""The catalog's domain objects (their JSON shapes are the wire models of catalog_api.api.models)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from registry.errors import BadRequest
 from registry.model import Compatibility, VersionInfo
 
 #: Chunk kinds: event files written by producers, Parquet files written by Spark.
@@ -23,15 +22,6 @@ class Scope:
     properties: dict[str, str] = field(default_factory=dict)
     created_at: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "scopeName": self.name,
-            "comment": self.comment,
-            "properties": dict(self.properties),
-            "createdAt": self.created_at,
-        }
-
 
 @dataclass(frozen=True)
 class StreamConfig:
@@ -40,30 +30,6 @@ class StreamConfig:
     segments: int = 1
     retention_ms: int | None = None
     retention_bytes: int | None = None
-
-    @classmethod
-    def from_json(cls, body: dict[str, Any] | None) -> StreamConfig:
-        """From ``{"scalingPolicy": {"minSegments": n}, "retentionPolicy": {...}}`` (Pravega's shape)."""
-        body = body or {}
-        scaling = body.get("scalingPolicy") or {}
-        retention = body.get("retentionPolicy") or {}
-        return cls(
-            segments=int(scaling.get("minSegments", 1)),
-            retention_ms=retention.get("retentionTimeMillis"),
-            retention_bytes=retention.get("retentionSizeBytes"),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        retention: dict[str, Any] = {}
-        if self.retention_ms is not None:
-            retention["retentionTimeMillis"] = self.retention_ms
-        if self.retention_bytes is not None:
-            retention["retentionSizeBytes"] = self.retention_bytes
-        return {
-            "scalingPolicy": {"type": "FIXED_NUM_SEGMENTS", "minSegments": self.segments},
-            "retentionPolicy": retention,
-        }
 
 
 @dataclass(frozen=True)
@@ -78,19 +44,8 @@ class Stream:
     truncated_at: int
     last_commit: int
     created_at: int
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "scopeName": self.scope,
-            "streamName": self.name,
-            "location": self.location,
-            **self.config.to_json(),
-            "streamState": "SEALED" if self.sealed else "ACTIVE",
-            "truncatedAt": self.truncated_at,
-            "lastCommit": self.last_commit,
-            "createdAt": self.created_at,
-        }
+    #: whether the server gave the location (and so may purge it); see catalog_api/locations.py
+    managed: bool = False
 
 
 @dataclass(frozen=True)
@@ -109,28 +64,6 @@ class Table:
     properties: dict[str, str]
     version: int
 
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "scopeName": self.scope,
-            "tableName": self.name,
-            "version": self.version,
-            "format": self.format,
-            "group": self.name,
-            "typeName": self.type_name,
-            "schema": self.schema,
-            "schemaVersion": self.schema_version.to_json(),
-            "compatibility": self.compatibility.to_json(),
-            "comment": self.comment,
-            "properties": dict(self.properties),
-            "stream": self.stream.to_json(),
-        }
-
-
-def _optional_int(body: dict[str, Any], key: str) -> int | None:
-    value = body.get(key)
-    return None if value is None else int(value)
-
 
 @dataclass(frozen=True)
 class Chunk:
@@ -146,41 +79,6 @@ class Chunk:
     max_event_time: int | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     commit: int = 0
-
-    @classmethod
-    def from_json(cls, body: dict[str, Any]) -> Chunk:
-        """From the REST shape (already validated against the OpenAPI component)."""
-        path = body["path"]
-        parts = path.split("/")
-        if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
-            raise BadRequest(f"chunk path {path!r} must be relative to the stream's location, without '..'")
-        return cls(
-            path=path,
-            kind=body["kind"],
-            segment=int(body.get("segment") or 0),
-            event_count=int(body["eventCount"]),
-            bytes=int(body["bytes"]),
-            encoding_ids=tuple(body.get("encodingIds") or ()),
-            min_event_time=_optional_int(body, "minEventTime"),
-            max_event_time=_optional_int(body, "maxEventTime"),
-            stats=dict(body.get("stats") or {}),
-            commit=int(body.get("commit") or 0),
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "path": self.path,
-            "kind": self.kind,
-            "segment": self.segment,
-            "eventCount": self.event_count,
-            "bytes": self.bytes,
-            "encodingIds": list(self.encoding_ids),
-            "minEventTime": self.min_event_time,
-            "maxEventTime": self.max_event_time,
-            "stats": self.stats,
-            "commit": self.commit,
-        }
 
 
 @dataclass(frozen=True)
@@ -198,21 +96,6 @@ class Commit:
     properties: dict[str, str] = field(default_factory=dict)
     duplicate: bool = False
 
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {
-            "number": self.number,
-            "overwrite": self.overwrite,
-            "writerId": self.writer_id,
-            "writerSequence": self.writer_sequence,
-            "eventCount": self.event_count,
-            "bytes": self.bytes,
-            "chunkCount": self.chunk_count,
-            "timestamp": self.created_at,
-            "properties": dict(self.properties),
-            "duplicate": self.duplicate,
-        }
-
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -220,7 +103,3 @@ class Snapshot:
 
     cut: int
     chunks: list[Chunk]
-
-    def to_json(self) -> dict[str, Any]:
-        """The REST shape."""
-        return {"streamCut": self.cut, "chunks": [c.to_json() for c in self.chunks]}

@@ -1,16 +1,17 @@
-"""Catalog tables: scopes, streams, table metadata, commits and their chunks.
+"""Catalog tables: scopes, streams, table metadata, commits and their chunks; and who may use them
+(principals and grants).
 
-They share the registry's declarative base (one database, one Alembic history).
+They are declared on the shared declarative base (one database, one Alembic history).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Boolean, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from registry.store.orm import NEVER_REUSED, Base
+from registry.db import NEVER_REUSED, Base
 
 
 class ScopeRow(Base):
@@ -36,6 +37,9 @@ class StreamRow(Base):
     scope_id: Mapped[int] = mapped_column(ForeignKey("scopes.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(255))
     location: Mapped[str] = mapped_column(Text)
+    #: the server gave the location (``<warehouse>/<scope>/<stream>``): purge may delete its files;
+    #: false for an explicit location, whose files are never purged (catalog_api/locations.py)
+    managed: Mapped[bool] = mapped_column(Boolean)
     segments: Mapped[int]
     retention_ms: Mapped[int | None] = mapped_column(BigInteger)
     retention_bytes: Mapped[int | None] = mapped_column(BigInteger)
@@ -48,16 +52,15 @@ class StreamRow(Base):
 
 
 class TableRow(Base):
-    """A table: the view of a stream plus its schema group, as Spark sees it."""
+    """A table: the view of a stream plus its schema group, as Spark sees it.
+
+    The table's schema is not here: it is the latest version of its group (one source of truth).
+    """
 
     __tablename__ = "tables"
 
     stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"), primary_key=True)
     format: Mapped[str] = mapped_column(String(32))
-    type_name: Mapped[str] = mapped_column(String(1024))
-    schema: Mapped[dict[str, Any]]
-    schema_id: Mapped[int]
-    schema_version: Mapped[int]
     comment: Mapped[str] = mapped_column(Text, default="")
     properties: Mapped[dict[str, Any]]
     #: bumped by every change of the table's metadata, for optimistic concurrency
@@ -110,3 +113,55 @@ class ChunkRow(Base):
     min_event_time: Mapped[int | None] = mapped_column(BigInteger)
     max_event_time: Mapped[int | None] = mapped_column(BigInteger)
     stats: Mapped[dict[str, Any]]
+
+
+# -- access control ----------------------------------------------------------------------------------
+# Principals and grants are here, beside the rows they guard, so that migrations and backups see them
+# with the rest of the catalog (catalog_api/server/auth reads and writes them).
+
+
+class PrincipalRow(Base):
+    """A user (HTTP Basic) or an API token (Bearer): a principal whose credentials the database checks.
+
+    OIDC subjects are not stored: their tokens carry who they are; grants may name them all the same.
+    """
+
+    __tablename__ = "principals"
+    __table_args__ = (
+        CheckConstraint("kind IN ('user', 'token')", name="kind"),
+        CheckConstraint("role IS NULL OR role IN ('reader', 'writer', 'admin')", name="role"),
+        NEVER_REUSED,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    #: unique across users and tokens: a grant names either by it
+    name: Mapped[str] = mapped_column(String(255), unique=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    #: the permission everywhere (reader, writer, admin); NULL: only what grants give
+    role: Mapped[str | None] = mapped_column(String(16))
+    #: a user's argon2 password hash, or the SHA-256 (hex) of a token: never the secret itself
+    secret_hash: Mapped[str] = mapped_column(String(255), unique=True)
+    #: epoch ms after which a token no longer authenticates; NULL: never
+    expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[int] = mapped_column(BigInteger)
+
+
+class GrantRow(Base):
+    """A permission given to one principal on one resource (``*``, ``namespace:NS``, ``group:NS/GROUP``).
+
+    The principal is named rather than referenced, because OIDC subjects (``oidc:<sub>``) have no
+    row; removing a user or token removes the grants naming it in the same transaction.
+    """
+
+    __tablename__ = "grants"
+    __table_args__ = (
+        UniqueConstraint("principal", "permission", "resource"),
+        CheckConstraint("permission IN ('read', 'write', 'admin')", name="permission"),
+        NEVER_REUSED,
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    principal: Mapped[str] = mapped_column(String(255), index=True)
+    permission: Mapped[str] = mapped_column(String(16))
+    resource: Mapped[str] = mapped_column(String(600))
+    created_at: Mapped[int] = mapped_column(BigInteger)

@@ -1,24 +1,41 @@
-"""The catalog store on SQLAlchemy, sharing the registry's engine and transactions."""
+"""The catalog store on SQLAlchemy, on the same database (and, for group work, in the same
+transactions) as the registry's store."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from catalog_api.errors import ScopeNotEmpty, ScopeNotFound, StreamNotFound, StreamSealed, TableNotFound
+from catalog_api.cuts import check_cut, first_visible
+from catalog_api.errors import ScopeNotFound, StreamNotFound, TableNotFound
+from catalog_api.groups import SchemaGroups
 from catalog_api.model import Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
 from catalog_api.orm import ChunkRow, CommitRow, ScopeRow, StreamRow, TableRow
-from catalog_api.store import CatalogStore, Page, RegisterSchema, TableSpec, UpdateTable
+from catalog_api.store import (
+    CatalogStore,
+    CheckCommit,
+    CheckDelete,
+    ClearScope,
+    Page,
+    Placement,
+    RegisterGroup,
+    TableRecord,
+    TableSpec,
+    UpdateTable,
+    ViewTable,
+)
 from registry.db import Transactions, now_ms
-from registry.errors import AlreadyExists, BadRequest, Conflict, WriteConflict
-from registry.ids import GroupName, Namespace, SchemaId, TypeName, Version
-from registry.model import VersionInfo
+from registry.errors import AlreadyExists, BadRequest, Conflict
 from registry.pagination import decode_token
-from registry.store.orm import EncodingRow, GroupRow
-from registry.store.sql import SqlRegistryStore
+
+#: The registry's groups working inside a catalog transaction's session.
+GroupsIn = Callable[[Session], SchemaGroups]
+#: PostgreSQL advisory lock that stream creations take before checking their location (any
+#: fixed 64-bit number; this one spells "sc-locat").
+LOCATIONS_LOCK = 0x73632D6C6F636174
 
 
 def _scope(row: ScopeRow) -> Scope:
@@ -35,6 +52,7 @@ def _stream(row: StreamRow, scope: str) -> Stream:
         truncated_at=row.truncated_at,
         last_commit=row.last_commit,
         created_at=row.created_at,
+        managed=row.managed,
     )
 
 
@@ -68,12 +86,23 @@ def _chunk(row: ChunkRow) -> Chunk:
     )
 
 
-class SqlCatalogStore(CatalogStore):
-    """CatalogStore on the registry's engine; group work joins the same transactions."""
+def _record(stream: StreamRow, table: TableRow, scope: str) -> TableRecord:
+    return TableRecord(
+        stream=_stream(stream, scope),
+        format=table.format,
+        comment=table.comment,
+        properties=dict(table.properties),
+        version=table.version,
+    )
 
-    def __init__(self, engine: Engine, registry: SqlRegistryStore) -> None:
+
+class SqlCatalogStore(CatalogStore):
+    """CatalogStore on one engine. ``groups_in`` gives the registry's groups bound to a session,
+    so that group work joins the catalog's transactions."""
+
+    def __init__(self, engine: Engine, groups_in: GroupsIn) -> None:
         self.engine = engine
-        self.registry = registry
+        self._groups_in = groups_in
         tx = Transactions(engine)
         self._read, self._write = tx.read, tx.write
 
@@ -107,23 +136,8 @@ class SqlCatalogStore(CatalogStore):
             raise TableNotFound(f"{scope}.{name} is a stream, not a table")
         return stream, table
 
-    def _table(self, session: Session, scope: str, stream: StreamRow, table: TableRow) -> Table:
-        group = self.registry.bound(session).get_group(Namespace(scope), GroupName(stream.name))
-        return Table(
-            scope=scope,
-            name=stream.name,
-            stream=_stream(stream, scope),
-            format=table.format,
-            type_name=table.type_name,
-            schema=dict(table.schema),
-            schema_version=VersionInfo(
-                TypeName(table.type_name), Version(table.schema_version), SchemaId(table.schema_id)
-            ),
-            compatibility=group.compatibility,
-            comment=table.comment,
-            properties=dict(table.properties),
-            version=table.version,
-        )
+    def _view(self, session: Session, scope: str, stream: StreamRow, table: TableRow, view: ViewTable) -> Table:
+        return view(_record(stream, table, scope), self._groups_in(session))
 
     # -- scopes --------------------------------------------------------------------------------
 
@@ -149,41 +163,57 @@ class SqlCatalogStore(CatalogStore):
             rows = session.scalars(select(ScopeRow).where(ScopeRow.id > after).order_by(ScopeRow.id).limit(limit)).all()
         return Page([_scope(r) for r in rows], str(rows[-1].id if rows else after))
 
-    def alter_scope(
-        self, name: str, set_properties: dict[str, str], remove: Sequence[str], comment: str | None
-    ) -> Scope:
+    def update_scope(self, name: str, change: Callable[[Scope], Scope]) -> Scope:
         with self._write() as session:
             row = self._scope_row(session, name, lock=True)
-            properties = {k: v for k, v in row.properties.items() if k not in remove}
-            properties.update(set_properties)
-            row.properties = properties
-            if comment is not None:
-                row.comment = comment
+            new = change(_scope(row))
+            row.comment, row.properties = new.comment, dict(new.properties)
             return _scope(row)
 
-    def delete_scope(self, name: str, cascade: bool) -> list[Stream]:
+    def delete_scope(self, name: str, clear: ClearScope) -> list[Stream]:
         with self._write() as session:
             row = self._scope_row(session, name, lock=True)
-            streams = session.scalars(select(StreamRow).where(StreamRow.scope_id == row.id)).all()
-            groups = session.scalars(select(GroupRow).where(GroupRow.namespace == name)).all()
-            if (streams or groups) and not cascade:
-                raise ScopeNotEmpty(
-                    f"scope {name!r} holds {len(streams)} streams and {len(groups)} groups; delete with cascade"
-                )
+            streams = session.scalars(select(StreamRow).where(StreamRow.scope_id == row.id).order_by(StreamRow.id))
             gone = [_stream(s, name) for s in streams]
-            for group in groups:
-                session.delete(group)
+            clear(gone, self._groups_in(session))
             session.delete(row)
             return gone
 
     # -- streams ---------------------------------------------------------------------------------
 
-    def _insert_stream(self, session: Session, scope: str, name: str, config: StreamConfig, location: str) -> StreamRow:
+    @staticmethod
+    def _check_location(session: Session, scope_row: ScopeRow, name: str, placement: Placement) -> None:
+        """Run the placement's check against every live stream, serialized with other creations
+        (a taken name is AlreadyExists first: the name, not the location it would get, is the news).
+
+        Containment is a prefix relation, which no unique constraint can express, so the check
+        reads all locations. Two creations must not both pass it before either inserts: on
+        SQLite the write transaction already holds the database's one write lock (BEGIN
+        IMMEDIATE); on PostgreSQL (READ COMMITTED) a transaction-scoped advisory lock makes
+        creations take turns, and the SELECT after it sees every creation committed before it.
+        The lock involves only creations: commits, reads and deletes never wait for it, and it is
+        released at commit or rollback. (SERIALIZABLE would do too, at the price of retries.)
+        """
+        if session.get_bind().dialect.name == "postgresql":
+            session.execute(select(func.pg_advisory_xact_lock(LOCATIONS_LOCK)))
+        taken = select(StreamRow.id).where(StreamRow.scope_id == scope_row.id, StreamRow.name == name)
+        if session.scalar(taken) is not None:
+            raise AlreadyExists(f"stream {name!r} already exists in scope {scope_row.name!r}")
+        live = session.execute(
+            select(ScopeRow.name, StreamRow.name, StreamRow.location).join(ScopeRow, ScopeRow.id == StreamRow.scope_id)
+        ).all()
+        placement.check([(f"{each_scope}.{each}", location) for each_scope, each, location in live])
+
+    def _insert_stream(
+        self, session: Session, scope: str, name: str, config: StreamConfig, placement: Placement
+    ) -> StreamRow:
         scope_row = self._scope_row(session, scope)
+        self._check_location(session, scope_row, name, placement)
         row = StreamRow(
             scope_id=scope_row.id,
             name=name,
-            location=location,
+            location=placement.location,
+            managed=placement.managed,
             segments=config.segments,
             retention_ms=config.retention_ms,
             retention_bytes=config.retention_bytes,
@@ -199,9 +229,9 @@ class SqlCatalogStore(CatalogStore):
             raise AlreadyExists(f"stream {name!r} already exists in scope {scope!r}") from None
         return row
 
-    def create_stream(self, scope: str, name: str, config: StreamConfig, location: str) -> Stream:
+    def create_stream(self, scope: str, name: str, config: StreamConfig, placement: Placement) -> Stream:
         with self._write() as session:
-            return _stream(self._insert_stream(session, scope, name, config, location), scope)
+            return _stream(self._insert_stream(session, scope, name, config, placement), scope)
 
     def get_stream(self, scope: str, name: str) -> Stream:
         with self._read() as session:
@@ -219,47 +249,39 @@ class SqlCatalogStore(CatalogStore):
             ).all()
         return Page([_stream(r, scope) for r in rows], str(rows[-1].id if rows else after))
 
-    def seal_stream(self, scope: str, name: str) -> Stream:
+    def update_stream(self, scope: str, name: str, change: Callable[[Stream], Stream]) -> Stream:
         with self._write() as session:
             row = self._stream_row(session, scope, name, lock=True)
-            row.sealed = True
+            new = change(_stream(row, scope))
+            row.sealed, row.truncated_at = new.sealed, new.truncated_at
             return _stream(row, scope)
 
-    def truncate_stream(self, scope: str, name: str, cut: int) -> Stream:
+    def delete_stream(self, scope: str, name: str, check: CheckDelete) -> Stream:
         with self._write() as session:
             row = self._stream_row(session, scope, name, lock=True)
-            if not row.truncated_at <= cut <= row.last_commit:
-                raise BadRequest(
-                    f"stream cut {cut} must lie between the current truncation {row.truncated_at} "
-                    f"and the latest commit {row.last_commit}"
-                )
-            row.truncated_at = cut
-            return _stream(row, scope)
-
-    def delete_stream(self, scope: str, name: str) -> Stream:
-        with self._write() as session:
-            row = self._stream_row(session, scope, name, lock=True)
-            if session.get(TableRow, row.id) is not None:
-                raise Conflict(f"stream {scope}.{name} backs a table; drop the table instead")
             gone = _stream(row, scope)
+            check(gone, session.get(TableRow, row.id) is not None)
             session.delete(row)
             return gone
 
     # -- tables ----------------------------------------------------------------------------------
 
     def create_table(
-        self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec, register: RegisterSchema
+        self,
+        scope: str,
+        name: str,
+        config: StreamConfig,
+        placement: Placement,
+        spec: TableSpec,
+        register: RegisterGroup,
+        view: ViewTable,
     ) -> Table:
         with self._write() as session:
-            stream = self._insert_stream(session, scope, name, config, location)
-            version = register(self.registry.bound(session))
+            stream = self._insert_stream(session, scope, name, config, placement)
+            register(self._groups_in(session))
             table = TableRow(
                 stream_id=stream.id,
                 format=spec.format,
-                type_name=version.type,
-                schema=spec.schema,
-                schema_id=version.id,
-                schema_version=version.version,
                 comment=spec.comment,
                 properties=dict(spec.properties),
                 version=1,
@@ -267,13 +289,13 @@ class SqlCatalogStore(CatalogStore):
             )
             session.add(table)
             session.flush()
-            return self._table(session, scope, stream, table)
+            return self._view(session, scope, stream, table, view)
 
-    def get_table(self, scope: str, name: str) -> Table:
+    def get_table(self, scope: str, name: str, view: ViewTable) -> Table:
         with self._read() as session:
-            return self._table(session, scope, *self._table_parts(session, scope, name))
+            return self._view(session, scope, *self._table_parts(session, scope, name), view)
 
-    def list_tables(self, scope: str, token: str | None, limit: int) -> Page:
+    def list_tables(self, scope: str, token: str | None, limit: int, view: ViewTable) -> Page:
         after = decode_token(token)
         with self._read() as session:
             scope_row = self._scope_row(session, scope)
@@ -284,35 +306,25 @@ class SqlCatalogStore(CatalogStore):
                 .order_by(StreamRow.id)
                 .limit(limit)
             ).all()
-            tables = [self._table(session, scope, s, t) for s, t in rows]
+            tables = [self._view(session, scope, s, t, view) for s, t in rows]
         return Page(tables, str(rows[-1][0].id if rows else after))
 
-    def alter_table(self, scope: str, name: str, expected_version: int | None, update: UpdateTable) -> Table:
+    def alter_table(self, scope: str, name: str, update: UpdateTable, view: ViewTable) -> Table:
         with self._write() as session:
             stream, table = self._table_parts(session, scope, name, lock=True)
-            if expected_version is not None and expected_version != table.version:
-                raise WriteConflict(
-                    f"table {scope}.{name} is at version {table.version}, not {expected_version}; reload and retry"
-                )
-            current = self._table(session, scope, stream, table)
-            change = update(current, self.registry.bound(session))
-            table.schema = change.schema
-            if change.schema_version is not None:
-                table.schema_id = change.schema_version.id
-                table.schema_version = change.schema_version.version
-                table.type_name = change.schema_version.type
+            change = update(_record(stream, table, scope), self._groups_in(session))
             table.comment = change.comment
             table.properties = dict(change.properties)
             table.version += 1
             table.updated_at = now_ms()
             session.flush()
-            return self._table(session, scope, stream, table)
+            return self._view(session, scope, stream, table, view)
 
-    def drop_table(self, scope: str, name: str) -> Stream:
+    def drop_table(self, scope: str, name: str, unregister: RegisterGroup) -> Stream:
         with self._write() as session:
             stream, _table = self._table_parts(session, scope, name, lock=True)
             gone = _stream(stream, scope)
-            self.registry.bound(session).delete_group(Namespace(scope), GroupName(name))
+            unregister(self._groups_in(session))
             session.delete(stream)
             return gone
 
@@ -328,6 +340,7 @@ class SqlCatalogStore(CatalogStore):
         writer_id: str | None,
         writer_sequence: int | None,
         properties: dict[str, str],
+        check: CheckCommit,
     ) -> Commit:
         with self._write() as session:
             row = self._stream_row(session, scope, stream, lock=True)
@@ -342,9 +355,7 @@ class SqlCatalogStore(CatalogStore):
                 if seen is not None:
                     count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
                     return _commit(seen, count, duplicate=True)
-            if row.sealed:
-                raise StreamSealed(f"stream {scope}.{stream} is sealed")
-            self._check_chunks(session, row, chunks)
+            check(_stream(row, scope), session.get(TableRow, row.id) is not None, self._groups_in(session))
             commit = CommitRow(
                 stream_id=row.id,
                 number=row.last_commit + 1,
@@ -382,29 +393,6 @@ class SqlCatalogStore(CatalogStore):
                 raise Conflict(f"a chunk of this commit is already committed to {scope}.{stream}") from None
             return _commit(commit, len(chunks))
 
-    def _check_chunks(self, session: Session, stream: StreamRow, chunks: Sequence[Chunk]) -> None:
-        paths = [c.path for c in chunks]
-        if len(set(paths)) != len(paths):
-            raise BadRequest("a commit lists the same chunk path twice")
-        for c in chunks:
-            if not 0 <= c.segment < stream.segments:
-                raise BadRequest(f"chunk {c.path}: segment {c.segment} is not one of the stream's {stream.segments}")
-        wanted = {e for c in chunks for e in c.encoding_ids}
-        table = session.get(TableRow, stream.id)
-        if wanted and table is not None:
-            group = session.scalars(
-                select(GroupRow)
-                .join(ScopeRow, ScopeRow.name == GroupRow.namespace)
-                .where(ScopeRow.id == stream.scope_id, GroupRow.name == stream.name)
-            ).one()
-            known = set(
-                session.scalars(
-                    select(EncodingRow.id).where(EncodingRow.group_id == group.id, EncodingRow.id.in_(wanted))
-                )
-            )
-            if wanted - known:
-                raise BadRequest(f"encoding ids {sorted(wanted - known)} are not encodings of group {stream.name!r}")
-
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
@@ -435,21 +423,16 @@ class SqlCatalogStore(CatalogStore):
                 if found is None:
                     raise BadRequest(f"stream {scope}.{stream} has no commit at or before {as_of_time}")
                 cut = found
-            if cut is None:
-                cut = row.last_commit
-            if not 0 <= cut <= row.last_commit:
-                raise BadRequest(f"stream cut {cut} is not between 0 and the latest commit {row.last_commit}")
-            if after is not None:
-                first = after + 1
-            else:
-                # An overwrite commit replaces all that came before it.
-                base = session.scalar(
+            current = _stream(row, scope)
+            cut = check_cut(current, row.last_commit if cut is None else cut)
+            last_overwrite = None
+            if after is None:
+                last_overwrite = session.scalar(
                     select(func.max(CommitRow.number)).where(
                         CommitRow.stream_id == row.id, CommitRow.overwrite.is_(True), CommitRow.number <= cut
                     )
                 )
-                first = base or 1
-            first = max(first, row.truncated_at + 1)
+            first = first_visible(current, after, last_overwrite)
             chunks = session.scalars(
                 select(ChunkRow)
                 .where(ChunkRow.stream_id == row.id, ChunkRow.commit_number >= first, ChunkRow.commit_number <= cut)

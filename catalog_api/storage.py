@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 
 import pyarrow.fs as pafs
@@ -27,9 +29,26 @@ def join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *parts])
 
 
+def _list_local(root: str) -> list[StoredFile]:
+    # pyarrow's recursive listing follows symlinked directories (out of the location, or round a
+    # loop); a location's files are the regular files really below it, so symlinks are skipped.
+    found = []
+    for directory, _dirs, names in os.walk(root, followlinks=False):
+        for name in names:
+            path = os.path.join(directory, name)
+            info = os.lstat(path)
+            if stat.S_ISREG(info.st_mode):
+                relative = os.path.relpath(path, root).replace(os.sep, "/")
+                found.append(StoredFile(relative, info.st_size, info.st_mtime_ns))
+    return found
+
+
 def list_files(location: str) -> list[StoredFile]:
-    """Every file below ``location`` (none if it does not exist)."""
+    """Every regular file below ``location`` (none if it does not exist); on a local filesystem,
+    none reached through a symlink."""
     fs, root = resolve(location)
+    if isinstance(fs, pafs.LocalFileSystem):
+        return _list_local(root)
     infos = fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     return [
         StoredFile(i.path[len(root) + 1 :], i.size or 0, i.mtime_ns or 0) for i in infos if i.type == pafs.FileType.File

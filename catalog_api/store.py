@@ -1,5 +1,10 @@
 """The catalog's storage interface. Stream, group and table metadata change together
-or not at all; commits are numbered and deduplicated by the database."""
+or not at all; commits are numbered and deduplicated by the database.
+
+The rules (what may change, what a commit must hold) are the service's: it hands them to
+the store as callbacks, which the store runs inside its transaction with the rows locked,
+on a :class:`SchemaGroups` bound to that same transaction.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +13,64 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from catalog_api.groups import SchemaGroups
 from catalog_api.model import Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
-from registry.model import VersionInfo
-from registry.store.base import RegistryStore
 
 
 @dataclass(frozen=True)
 class TableSpec:
-    """What a new table's row holds besides its stream."""
+    """What a new table's row holds besides its stream (its schema is its group's)."""
 
     format: str
-    type_name: str
-    schema: dict[str, Any]
     comment: str
     properties: dict[str, str]
 
 
 @dataclass(frozen=True)
-class TableUpdate:
-    """A table's metadata after a change. ``schema_version`` is set when a schema was added."""
+class TableRecord:
+    """A table as the catalog stores it: its stream and its own metadata, without the schema."""
 
-    schema: dict[str, Any]
-    schema_version: VersionInfo | None
+    stream: Stream
+    format: str
+    comment: str
+    properties: dict[str, str]
+    #: bumped by every change of the table's metadata, for optimistic concurrency
+    version: int
+
+
+@dataclass(frozen=True)
+class TableMeta:
+    """The table metadata an ALTER TABLE writes back."""
+
     comment: str
     properties: dict[str, str]
 
 
-#: Registry work done inside the catalog's transaction, on a store bound to it.
-RegisterSchema = Callable[[RegistryStore], VersionInfo]
-UpdateTable = Callable[[Table, RegistryStore], TableUpdate]
+#: Registry work done inside the catalog's transaction.
+RegisterGroup = Callable[[SchemaGroups], None]
+#: A stored table and its group, as the Table clients see.
+ViewTable = Callable[[TableRecord, SchemaGroups], Table]
+#: The new metadata of a table, or an error refusing the change.
+UpdateTable = Callable[[TableRecord, SchemaGroups], TableMeta]
+#: Raises to refuse a commit to ``stream`` (``is_table``: the stream backs a table).
+CheckCommit = Callable[[Stream, bool, SchemaGroups], None]
+#: Raises to refuse deleting a scope holding ``streams``, else clears its groups.
+ClearScope = Callable[[list[Stream], SchemaGroups], None]
+#: Raises to refuse deleting a stream (``is_table``: it backs a table).
+CheckDelete = Callable[[Stream, bool], None]
+#: Raises to refuse a new stream's location, given every live stream as (``scope.stream``, location).
+CheckLocation = Callable[[list[tuple[str, str]]], None]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a new stream keeps its files, and whether the server manages them (purges them with
+    the stream). ``check`` runs in the transaction that inserts the stream, against every live
+    stream, so that no two creations can both pass it with overlapping locations."""
+
+    location: str
+    managed: bool
+    check: CheckLocation
 
 
 @dataclass(frozen=True)
@@ -63,18 +97,16 @@ class CatalogStore(ABC):
         """Scopes in creation order."""
 
     @abstractmethod
-    def alter_scope(
-        self, name: str, set_properties: dict[str, str], remove: Sequence[str], comment: str | None
-    ) -> Scope:
-        """Set and remove properties (and change the comment)."""
+    def update_scope(self, name: str, change: Callable[[Scope], Scope]) -> Scope:
+        """Replace a scope's comment and properties by what ``change`` makes of them, under a lock."""
 
     @abstractmethod
-    def delete_scope(self, name: str, cascade: bool) -> list[Stream]:
-        """Delete a scope; with ``cascade`` also its streams, tables and groups (returned streams)."""
+    def delete_scope(self, name: str, clear: ClearScope) -> list[Stream]:
+        """Delete a scope with its streams and tables, after ``clear`` (returns the streams that were)."""
 
     @abstractmethod
-    def create_stream(self, scope: str, name: str, config: StreamConfig, location: str) -> Stream:
-        """Create a stream; AlreadyExists if the name is taken."""
+    def create_stream(self, scope: str, name: str, config: StreamConfig, placement: Placement) -> Stream:
+        """Create a stream where ``placement`` says, if its check passes; AlreadyExists if the name is taken."""
 
     @abstractmethod
     def get_stream(self, scope: str, name: str) -> Stream:
@@ -85,38 +117,41 @@ class CatalogStore(ABC):
         """Streams of a scope in creation order."""
 
     @abstractmethod
-    def seal_stream(self, scope: str, name: str) -> Stream:
-        """Refuse further commits."""
+    def update_stream(self, scope: str, name: str, change: Callable[[Stream], Stream]) -> Stream:
+        """Store the seal and truncation that ``change`` makes of the locked stream."""
 
     @abstractmethod
-    def truncate_stream(self, scope: str, name: str, cut: int) -> Stream:
-        """Hide every commit up to and including ``cut``."""
-
-    @abstractmethod
-    def delete_stream(self, scope: str, name: str) -> Stream:
-        """Delete a stream that is not a table's, with its commits."""
+    def delete_stream(self, scope: str, name: str, check: CheckDelete) -> Stream:
+        """Delete a stream with its commits, unless ``check`` refuses; returns the stream that was."""
 
     @abstractmethod
     def create_table(
-        self, scope: str, name: str, config: StreamConfig, location: str, spec: TableSpec, register: RegisterSchema
+        self,
+        scope: str,
+        name: str,
+        config: StreamConfig,
+        placement: Placement,
+        spec: TableSpec,
+        register: RegisterGroup,
+        view: ViewTable,
     ) -> Table:
-        """Create stream, group (by ``register``) and table in one transaction."""
+        """Create stream (where ``placement`` says), group (by ``register``) and table in one transaction."""
 
     @abstractmethod
-    def get_table(self, scope: str, name: str) -> Table:
+    def get_table(self, scope: str, name: str, view: ViewTable) -> Table:
         """A table; TableNotFound if none."""
 
     @abstractmethod
-    def list_tables(self, scope: str, token: str | None, limit: int) -> Page:
+    def list_tables(self, scope: str, token: str | None, limit: int, view: ViewTable) -> Page:
         """Tables of a scope in creation order."""
 
     @abstractmethod
-    def alter_table(self, scope: str, name: str, expected_version: int | None, update: UpdateTable) -> Table:
-        """Change a table under a lock; WriteConflict if its version is not ``expected_version``."""
+    def alter_table(self, scope: str, name: str, update: UpdateTable, view: ViewTable) -> Table:
+        """Change a locked table's metadata (and, through ``update``, its group); bumps its version."""
 
     @abstractmethod
-    def drop_table(self, scope: str, name: str) -> Stream:
-        """Delete the table, its stream, commits and group; returns the stream that was."""
+    def drop_table(self, scope: str, name: str, unregister: RegisterGroup) -> Stream:
+        """Delete the table, its stream and commits, and (by ``unregister``) its group."""
 
     @abstractmethod
     def commit(
@@ -129,8 +164,10 @@ class CatalogStore(ABC):
         writer_id: str | None,
         writer_sequence: int | None,
         properties: dict[str, str],
+        check: CheckCommit,
     ) -> Commit:
-        """Append chunks atomically as the next commit; a repeated (writer, sequence) returns the first."""
+        """Append chunks atomically as the next commit, if ``check`` accepts them; a repeated
+        (writer, sequence) returns the first commit and writes nothing."""
 
     @abstractmethod
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:

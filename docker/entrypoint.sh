@@ -2,6 +2,8 @@
 # Entry point of the Streamcat image. CI runs this same script outside Docker.
 #   entrypoint.sh serve     wait for the database, (optionally) migrate, serve with gunicorn
 #   entrypoint.sh migrate   wait for the database, apply migrations, exit (compose's one-shot service)
+#   entrypoint.sh bootstrap wait for the database, add the first admin user unless it exists, exit:
+#                           STREAMCAT_ADMIN_USER (default admin), password from STREAMCAT_ADMIN_PASSWORD
 #   entrypoint.sh CMD...    run any other command (streamcat backup, a shell...)
 set -eu
 
@@ -31,6 +33,17 @@ case "${1:-serve}" in
     migrate)
         wait_for_database
         exec "$STREAMCAT" db upgrade
+        ;;
+    bootstrap)
+        wait_for_database
+        # The password goes through a pipe, never the command line (which `ps` shows). Once the
+        # user exists, nothing is read or changed, so this may run on every `compose up`.
+        if ! printf '%s\n' "${STREAMCAT_ADMIN_PASSWORD:-}" \
+                | "$STREAMCAT" users add "${STREAMCAT_ADMIN_USER:-admin}" --role admin --if-missing; then
+            echo "entrypoint: could not add the first admin user; it needs STREAMCAT_ADMIN_PASSWORD" \
+                 "(8 characters or more)" >&2
+            exit 1
+        fi
         ;;
     *)
         exec "$@"

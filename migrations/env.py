@@ -6,8 +6,9 @@ from alembic import context
 from sqlalchemy import Connection
 
 import catalog_api.orm  # noqa: F401  (registers the catalog tables on the shared metadata)
-from registry.db import make_engine
-from registry.store.orm import Base
+import registry.confluent.orm
+import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
+from registry.db import Base, make_engine
 
 target_metadata = Base.metadata
 

@@ -9,13 +9,17 @@ the server uses (``registry.errors``), so callers catch ``IncompatibleSchema``,
 from __future__ import annotations
 
 import threading
+from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 import requests
+from pydantic import BaseModel
 
 from registry import errors
+from registry.api import models as wire
+from registry.api.validation import parse_json
 from registry.formats.base import Incompatibility
 from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
 from registry.model import (
@@ -30,12 +34,17 @@ from registry.model import (
     VersionInfo,
 )
 
+M = TypeVar("M", bound=BaseModel)
+
 
 def _error_classes() -> dict[str, type[errors.StreamcatError]]:
+    # Breadth first, in definition order: of the classes sharing a code, the one nearest
+    # StreamcatError wins, so registry.errors' own come before a subclass some other API
+    # (the Confluent one) defines with the same code.
     found: dict[str, type[errors.StreamcatError]] = {}
-    pending: list[type[errors.StreamcatError]] = [errors.StreamcatError]
+    pending: deque[type[errors.StreamcatError]] = deque([errors.StreamcatError])
     while pending:
-        cls = pending.pop()
+        cls = pending.popleft()
         found.setdefault(cls.code, cls)
         pending.extend(cls.__subclasses__())
     return found
@@ -62,7 +71,7 @@ def raise_for(response: requests.Response) -> None:
         body, code, message = {}, "", response.text or response.reason
     cls = _error_classes().get(code) or _BY_STATUS.get(response.status_code, errors.StreamcatError)
     if issubclass(cls, errors.IncompatibleSchema):
-        reasons = [Incompatibility(r["path"], r["message"]) for r in body.get("reasons", [])]
+        reasons = [wire.Reason.model_validate(r, by_name=False).to_domain() for r in body.get("reasons", [])]
         raise cls(message, reasons)
     # Subclasses may take more constructor arguments; the message is what travels.
     error = cls.__new__(cls)
@@ -71,15 +80,25 @@ def raise_for(response: requests.Response) -> None:
     raise error
 
 
-def _schema_versions(body: dict[str, Any]) -> list[SchemaWithVersion]:
-    return [
-        SchemaWithVersion(SchemaInfo.from_json(s["schemaInfo"]), VersionInfo.from_json(s["versionInfo"]))
-        for s in body["schemas"]
-    ]
+def read(model: type[M], body: Any) -> M:
+    """An answer of the server as its wire model (pydantic's ValidationError if it is not one)."""
+    return model.model_validate(body, by_name=False)
 
 
-def _reasons(body: dict[str, Any]) -> list[Incompatibility]:
-    return [Incompatibility(r["path"], r["message"]) for r in body.get("reasons", [])]
+def write(model: BaseModel) -> Any:
+    """A request body from its wire model, checked as the server will check it: BadRequest, with
+    the server's message, for what the server would refuse."""
+    body = model.model_dump(mode="json", exclude_unset=True)
+    parse_json(type(model), body)
+    return body
+
+
+def _schema_versions(body: Any) -> list[SchemaWithVersion]:
+    return [s.to_domain() for s in read(wire.SchemaVersionsList, body).schemas]
+
+
+def _reasons(answer: wire.Valid | wire.CanRead) -> list[Incompatibility]:
+    return [r.to_domain() for r in answer.reasons]
 
 
 class RegistryClient:
@@ -126,20 +145,23 @@ class RegistryClient:
             params: dict[str, Any] = {"limit": page_size}
             if token:
                 params["continuationToken"] = token
-            body = self._call("GET", f"{self.url}/v1/groups", params=params)
-            for name, props in body["groups"].items():
-                yield GroupName(name), GroupProperties.from_json(props)
-            if len(body["groups"]) < page_size:
+            page = read(wire.ListGroupsResponse, self._call("GET", f"{self.url}/v1/groups", params=params))
+            for name, props in page.groups.items():
+                yield GroupName(name), props.to_domain()
+            if len(page.groups) < page_size:
                 return
-            token = body["continuationToken"]
+            token = page.continuation_token
 
     def create_group(self, group: str, properties: GroupProperties) -> None:
         """Create a group; AlreadyExists if it does."""
-        self._call("POST", f"{self.url}/v1/groups", {"groupName": group, "groupProperties": properties.to_json()})
+        body = wire.CreateGroupRequest.model_construct(
+            group_name=group, group_properties=wire.GroupProperties.of(properties)
+        )
+        self._call("POST", f"{self.url}/v1/groups", write(body))
 
     def get_group(self, group: str) -> GroupProperties:
         """A group's properties."""
-        return GroupProperties.from_json(self._call("GET", self._group_url(group)))
+        return read(wire.GroupProperties, self._call("GET", self._group_url(group))).to_domain()
 
     def delete_group(self, group: str) -> None:
         """Delete a group with all its schemas."""
@@ -147,22 +169,26 @@ class RegistryClient:
 
     def history(self, group: str) -> list[dict[str, Any]]:
         """The group's history records, as JSON."""
-        return list(self._call("GET", self._group_url(group, "/history"))["history"])
+        body = self._call("GET", self._group_url(group, "/history"))
+        read(wire.GroupHistory, body)
+        return list(body["history"])
 
     def update_compatibility(
         self, group: str, compatibility: Compatibility, previous: Compatibility | None = None
     ) -> None:
         """Change the policy; with ``previous``, only if it is still the current one."""
-        body: dict[str, Any] = {"compatibility": compatibility.to_json()}
-        if previous is not None:
-            body["previousCompatibility"] = previous.to_json()
-        self._call("PUT", self._group_url(group, "/compatibility"), body)
+        body = wire.UpdateCompatibilityRequest.model_construct(
+            compatibility=wire.Compatibility.of(compatibility),
+            previous_compatibility=wire.Compatibility.of(previous) if previous is not None else None,
+        )
+        self._call("PUT", self._group_url(group, "/compatibility"), write(body))
 
     # -- schemas ----------------------------------------------------------------------------------
 
     def add_schema(self, group: str, schema: SchemaInfo) -> VersionInfo:
         """Register a schema (idempotent); IncompatibleSchema carries the reasons."""
-        return VersionInfo.from_json(self._call("POST", self._group_url(group, "/schemas"), schema.to_json()))
+        body = self._call("POST", self._group_url(group, "/schemas"), write(wire.SchemaInfo.of(schema)))
+        return read(wire.VersionInfo, body).to_domain()
 
     def latest_schemas(self, group: str, type_name: str | None = None) -> list[SchemaWithVersion]:
         """The latest schema of each type (or of ``type_name``)."""
@@ -176,28 +202,33 @@ class RegistryClient:
 
     def find_version(self, group: str, schema: SchemaInfo) -> VersionInfo:
         """The version of ``schema`` in the group; SchemaNotFound if absent."""
-        body = self._call("POST", self._group_url(group, "/schemas/versions/find"), schema.to_json())
-        return VersionInfo.from_json(body)
+        body = self._call("POST", self._group_url(group, "/schemas/versions/find"), write(wire.SchemaInfo.of(schema)))
+        return read(wire.VersionInfo, body).to_domain()
 
     def validate(
         self, group: str, schema: SchemaInfo, compatibility: Compatibility | None = None
     ) -> list[Incompatibility]:
         """Why the schema would be refused (empty list: it would be accepted)."""
-        body: dict[str, Any] = {"schemaInfo": schema.to_json()}
-        if compatibility is not None:
-            body["compatibility"] = compatibility.to_json()
-        return _reasons(self._call("POST", self._group_url(group, "/schemas/versions/validate"), body))
+        body = wire.ValidateRequest.model_construct(
+            schema_info=wire.SchemaInfo.of(schema),
+            compatibility=wire.Compatibility.of(compatibility) if compatibility is not None else None,
+        )
+        answer = self._call("POST", self._group_url(group, "/schemas/versions/validate"), write(body))
+        return _reasons(read(wire.Valid, answer))
 
     def can_read(self, group: str, schema: SchemaInfo) -> list[Incompatibility]:
         """Why the schema cannot read all the group's data (empty list: it can)."""
-        return _reasons(self._call("POST", self._group_url(group, "/schemas/versions/canRead"), schema.to_json()))
+        body = write(wire.SchemaInfo.of(schema))
+        answer = self._call("POST", self._group_url(group, "/schemas/versions/canRead"), body)
+        return _reasons(read(wire.CanRead, answer))
 
     def schema_by_id(self, group: str, schema_id: SchemaId) -> SchemaInfo:
         """The schema with that id (cached: ids never change meaning)."""
         key = (group, schema_id)
         found = self._schemas.get(key)
         if found is None:
-            found = SchemaInfo.from_json(self._call("GET", self._group_url(group, f"/schemas/schema/{schema_id}")))
+            body = self._call("GET", self._group_url(group, f"/schemas/schema/{schema_id}"))
+            found = read(wire.SchemaInfo, body).to_domain()
             with self._lock:
                 self._schemas[key] = found
         return found
@@ -209,7 +240,7 @@ class RegistryClient:
         """The schema of a version."""
         params = {"fullTypeName": fmt.full_type_name} if fmt.full_type_name else None
         url = self._version_url(group, fmt, type_name, version)
-        return SchemaInfo.from_json(self._call("GET", url, params=params))
+        return read(wire.SchemaInfo, self._call("GET", url, params=params)).to_domain()
 
     def delete_by_id(self, group: str, schema_id: SchemaId) -> None:
         """Soft-delete by schema id."""
@@ -222,29 +253,30 @@ class RegistryClient:
 
     def added_to(self, schema: SchemaInfo) -> dict[GroupName, VersionInfo]:
         """The groups holding ``schema``, with its version in each."""
-        body = self._call("POST", f"{self.url}/v1/schemas/addedTo", schema.to_json())
-        return {GroupName(k): VersionInfo.from_json(v) for k, v in body["groups"].items()}
+        body = self._call("POST", f"{self.url}/v1/schemas/addedTo", write(wire.SchemaInfo.of(schema)))
+        return {GroupName(k): v.to_domain() for k, v in read(wire.AddedTo, body).groups.items()}
 
     # -- codecs and encodings -----------------------------------------------------------------------
 
     def codec_types(self, group: str) -> list[CodecType]:
         """Codec types registered in the group."""
         body = self._call("GET", self._group_url(group, "/codecTypes"))
-        return [CodecType.from_json(c) for c in body["codecTypes"]]
+        return [c.to_domain() for c in read(wire.CodecTypes, body).codec_types]
 
     def add_codec_type(self, group: str, codec: CodecType) -> None:
         """Register a codec type."""
-        self._call("POST", self._group_url(group, "/codecTypes"), codec.to_json())
+        self._call("POST", self._group_url(group, "/codecTypes"), write(wire.CodecType.of(codec)))
 
     def encoding_id(self, group: str, version: VersionInfo, codec: CodecName = NO_CODEC) -> EncodingId:
         """Get or create the encoding id of (version, codec) (cached)."""
         key = (group, version, codec)
         found = self._encoding_ids.get(key)
         if found is None:
-            body = self._call(
-                "PUT", self._group_url(group, "/encodings"), {"versionInfo": version.to_json(), "codecType": codec}
+            request = wire.GetEncodingIdRequest.model_construct(
+                version_info=wire.VersionInfo.of(version), codec_type=codec
             )
-            found = EncodingId(body["encodingId"])
+            body = self._call("PUT", self._group_url(group, "/encodings"), write(request))
+            found = EncodingId(read(wire.EncodingId, body).encoding_id)
             with self._lock:
                 self._encoding_ids[key] = found
         return found
@@ -255,12 +287,7 @@ class RegistryClient:
         found = self._encodings.get(key)
         if found is None:
             body = self._call("GET", self._group_url(group, f"/encodings/{encoding}"))
-            found = EncodingInfo(
-                encoding,
-                SchemaInfo.from_json(body["schemaInfo"]),
-                VersionInfo.from_json(body["versionInfo"]),
-                CodecType.from_json(body["codecType"]),
-            )
+            found = read(wire.EncodingInfo, body).to_domain(encoding)
             with self._lock:
                 self._encodings[key] = found
         return found

@@ -1,4 +1,6 @@
-"""Database engines: URL normalization, SQLite pragmas, and write transactions that lock."""
+"""Database plumbing shared by the SQL stores: engines (URL normalization, SQLite pragmas),
+write transactions that lock early, and the declarative base every table is declared on
+(one database, one Alembic history)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import JSON, Engine, Integer, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import DeclarativeBase, Session
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# Ids handed to clients come from these tables' keys; AUTOINCREMENT keeps SQLite from
+# reusing the key of a deleted row, as PostgreSQL sequences never do.
+NEVER_REUSED = {"sqlite_autoincrement": True}
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every table (registry and catalog), with the constraint naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dict[str, Any]: JSON, int: Integer}
+
 
 #: Execution option that marks a connection as one that will write.
 WRITE = "streamcat_write"
@@ -44,15 +66,10 @@ def make_engine(url: str) -> Engine:
     def _on_begin(conn: Any) -> None:
         # A deferred transaction that later writes can fail with "database is locked"
         # when another writer got there first; IMMEDIATE queues writers at BEGIN instead.
+        # BEGIN IMMEDIATE waits for the lock up to the busy timeout, and no longer: a request
+        # must not queue behind another writer for more than that.
         mode = "IMMEDIATE" if conn.get_execution_options().get(WRITE) else "DEFERRED"
-        for attempt in range(100):
-            try:
-                conn.exec_driver_sql(f"BEGIN {mode}")
-                return
-            except Exception as e:  # sqlite3.OperationalError, wrapped by SQLAlchemy
-                if "locked" not in str(e) or attempt == 99:
-                    raise
-                time.sleep(0.05)
+        conn.exec_driver_sql(f"BEGIN {mode}")
 
     return engine
 

@@ -48,6 +48,20 @@ class PayloadTooLarge(StreamcatError):
     code = "PayloadTooLarge"
 
 
+class Unauthorized(StreamcatError):
+    """The server wants credentials, or refused the ones given (wrong, expired, revoked): 401."""
+
+    status = 401
+    code = "Unauthorized"
+
+
+class Forbidden(StreamcatError):
+    """The credentials were accepted but do not permit this on that resource: 403."""
+
+    status = 403
+    code = "Forbidden"
+
+
 class NotFound(StreamcatError):
     """A named resource does not exist."""
 

@@ -3,12 +3,15 @@ against, in which direction; the per-format checkers say what breaks."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from registry.formats import get_format
 from registry.formats.base import Incompatibility, ParsedSchema
 from registry.model import Compatibility, Rule, VersionInfo
+
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True)
@@ -17,6 +20,47 @@ class Existing:
 
     version: VersionInfo
     schema: ParsedSchema
+
+
+@dataclass(frozen=True)
+class Needed:
+    """Which live versions of the new schema's type a policy's verdict depends on: the newest one
+    (``newest``) and every one numbered ``floor`` or later (``floor`` None: none by number; 0: all).
+
+    Evaluating a policy over just these versions gives the very reasons (same order, same words)
+    as evaluating it over the whole live history, which is what lets a store load only them.
+    """
+
+    newest: bool = False
+    floor: int | None = None
+
+    def select(self, history: Sequence[_V], number: Callable[[_V], int]) -> list[_V]:
+        """The needed ones of ``history`` (live versions of one type, oldest first; ``number`` gives a
+        version's number), in order: what a store's query of them answers."""
+        floor = self.floor
+        chosen = [] if floor is None else [v for v in history if number(v) >= floor]
+        # When some version is numbered floor or later, the newest is among them.
+        if self.newest and not chosen and history:
+            chosen = [history[-1]]
+        return chosen
+
+
+def needed(compatibility: Compatibility) -> Needed:
+    """The live versions :func:`evaluate` looks at under ``compatibility``: the newest for Backward,
+    Forward and Full (and DenyAll, which asks only whether there is one), all for the Transitive
+    policies, those from the floor for Till, none for AllowAny."""
+    newest = compatibility.deny_all
+    floors: list[int] = []
+    for rule in (compatibility.backward, compatibility.forward):
+        if rule is None:
+            continue
+        if rule.scope == "latest":
+            newest = True
+        elif rule.scope == "till" and rule.till is not None:
+            floors.append(rule.till.version)
+        else:
+            floors.append(0)
+    return Needed(newest, min(floors) if floors else None)
 
 
 def _targets(rule: Rule, history: Sequence[Existing]) -> Sequence[Existing]:

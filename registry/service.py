@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Sequence
 
-from registry.errors import BadRequest, FormatMismatch, IncompatibleSchema, SchemaNotFound
+from cachetools import LRUCache, TTLCache
+
+from registry.errors import BadRequest, Conflict, FormatMismatch, IncompatibleSchema, SchemaNotFound
 from registry.formats import get_format
 from registry.formats.base import Incompatibility, ParsedSchema
 from registry.ids import CodecName, EncodingId, GroupName, Namespace, SchemaId, TypeName, Version
 from registry.model import (
+    OWNER_PROPERTY,
     CodecType,
     Compatibility,
     EncodingInfo,
@@ -22,7 +24,7 @@ from registry.model import (
     SerializationFormat,
     VersionInfo,
 )
-from registry.policy import Existing, can_read, evaluate
+from registry.policy import Existing, can_read, evaluate, needed
 from registry.store.base import AddContext, GroupPage, RegistryStore, StoredVersion
 
 
@@ -32,9 +34,9 @@ class ParsedCache:
     the schema data it holds (parsed forms take a small multiple of it)."""
 
     def __init__(self, budget_bytes: int = 64 * 1024 * 1024) -> None:
-        self._budget = budget_bytes
-        self._used = 0
-        self._items: OrderedDict[tuple[str, str, bytes], ParsedSchema] = OrderedDict()
+        self._items: LRUCache[tuple[str, str, bytes], ParsedSchema] = LRUCache(
+            maxsize=budget_bytes, getsizeof=lambda parsed: max(1, len(parsed.data))
+        )
         self._lock = threading.Lock()
 
     def parse(self, info: SchemaInfo) -> ParsedSchema:
@@ -42,17 +44,11 @@ class ParsedCache:
         key = (info.format.name, info.type, info.data)
         with self._lock:
             found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-                return found
+        if found is not None:
+            return found
         parsed = get_format(info.format.name).parse(info.data, info.type)
-        with self._lock:
-            if key not in self._items:
-                self._items[key] = parsed
-                self._used += len(info.data)
-            while self._used > self._budget and len(self._items) > 1:
-                (_, _, data), _ = self._items.popitem(last=False)
-                self._used -= len(data)
+        with self._lock, contextlib.suppress(ValueError):  # ValueError: larger than the whole budget
+            self._items[key] = parsed
         return parsed
 
 
@@ -72,7 +68,7 @@ def validate_group_properties(properties: GroupProperties) -> None:
         )
 
 
-class TtlCache:
+class AnswerCache:
     """Answers that are immutable once given (encoding ids, schema ids), kept for a while.
 
     Only a group's deletion can make them wrong; this process forgets the group's entries
@@ -80,24 +76,18 @@ class TtlCache:
     """
 
     def __init__(self, ttl: float = 5.0, size: int = 65536) -> None:
-        self.ttl = ttl
-        self._size = size
-        self._items: dict[tuple[object, ...], tuple[float, object]] = {}
+        self._items: TTLCache[tuple[object, ...], object] = TTLCache(maxsize=size, ttl=ttl)
         self._lock = threading.Lock()
 
     def get(self, key: tuple[object, ...]) -> object | None:
         """The cached value, or None if absent or expired."""
-        found = self._items.get(key)
-        if found is None or found[0] < time.monotonic():
-            return None
-        return found[1]
+        with self._lock:
+            return self._items.get(key)
 
     def put(self, key: tuple[object, ...], value: object) -> None:
         """Remember ``value`` for ``ttl`` seconds."""
         with self._lock:
-            if len(self._items) >= self._size:
-                self._items.clear()
-            self._items[key] = (time.monotonic() + self.ttl, value)
+            self._items[key] = value
 
     def forget(self, prefix: tuple[object, ...]) -> None:
         """Drop every entry whose key starts with ``prefix``."""
@@ -106,13 +96,39 @@ class TtlCache:
                 del self._items[key]
 
 
+def refusal(
+    name: GroupName,
+    properties: GroupProperties,
+    policy: Compatibility,
+    new: ParsedSchema,
+    live: Sequence[Existing],
+    live_types: frozenset[str],
+) -> IncompatibleSchema | None:
+    """Why group ``name`` refuses ``new`` (None: it accepts it): another type where the group holds
+    one type only, or what ``policy`` finds against the ``live`` versions of the new schema's type.
+
+    The one decision behind adding a schema, validating one and the catalog's ALTER TABLE.
+    """
+    if not properties.allow_multiple_types and live_types - {new.type_name}:
+        others = ", ".join(sorted(live_types))
+        return IncompatibleSchema(
+            f"group {name!r} does not allow multiple types; it holds {others}, not {new.type_name}",
+            [Incompatibility("$", f"type {new.type_name} differs from the group's type {others}")],
+        )
+    reasons = evaluate(policy, new, live)
+    if not reasons:
+        return None
+    more = f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""
+    return IncompatibleSchema(f"schema is incompatible under policy {policy.policy}: {reasons[0]}{more}", reasons)
+
+
 class RegistryService:
     """The registry's use cases; the REST views are thin wrappers around these."""
 
     def __init__(self, store: RegistryStore, cache_ttl: float = 5.0) -> None:
         self.store = store
         self.parsed = ParsedCache()
-        self.answers = TtlCache(cache_ttl)
+        self.answers = AnswerCache(cache_ttl)
 
     def using(self, store: RegistryStore) -> RegistryService:
         """The same service (sharing its caches) over another store, e.g. one bound to a transaction."""
@@ -127,10 +143,30 @@ class RegistryService:
         validate_group_properties(properties)
         self.store.create_group(namespace, name, properties)
 
+    def get_group(self, namespace: Namespace, name: GroupName) -> GroupProperties:
+        """A group's properties."""
+        return self.store.get_group(namespace, name)
+
     def delete_group(self, namespace: Namespace, name: GroupName) -> None:
-        """Delete a group with everything in it."""
+        """Delete a group with everything in it, unless something else owns it (409: ask the owner)."""
+        owner = self.store.get_group(namespace, name).properties.get(OWNER_PROPERTY)
+        if owner:
+            raise Conflict(f"group {name!r} belongs to {owner}; delete it there (for a table: DROP TABLE)")
+        self.drop_group(namespace, name)
+
+    def drop_group(self, namespace: Namespace, name: GroupName) -> None:
+        """Delete a group with everything in it, whoever owns it: for the owner itself."""
         self.store.delete_group(namespace, name)
         self.answers.forget((namespace, name))
+
+    def count_groups(self, namespace: Namespace) -> int:
+        """How many groups the namespace holds."""
+        return self.store.count_groups(namespace)
+
+    def delete_namespace(self, namespace: Namespace) -> None:
+        """Delete every group of the namespace."""
+        self.store.delete_namespace(namespace)
+        self.answers.forget((namespace,))
 
     def update_compatibility(
         self, namespace: Namespace, name: GroupName, new: Compatibility, previous: Compatibility | None
@@ -181,30 +217,29 @@ class RegistryService:
 
         def check(context: AddContext) -> None:
             props = context.properties
-            if not props.allow_multiple_types and context.live_types - {parsed.type_name}:
-                others = ", ".join(sorted(context.live_types))
-                raise IncompatibleSchema(
-                    f"group {name!r} does not allow multiple types; it holds {others}, not {parsed.type_name}",
-                    [Incompatibility("$", f"type {parsed.type_name} differs from the group's type {others}")],
-                )
-            reasons = evaluate(props.compatibility, parsed, self._existing(context.live))
-            if reasons:
-                raise IncompatibleSchema(
-                    f"schema is incompatible under policy {props.compatibility.policy}: {reasons[0]}"
-                    + (f" (and {len(reasons) - 1} more)" if len(reasons) > 1 else ""),
-                    reasons,
-                )
+            refused = refusal(
+                name, props, props.compatibility, parsed, self._existing(context.live), context.live_types
+            )
+            if refused is not None:
+                raise refused
 
         return self.store.add_schema(namespace, name, parsed, info, check)
 
     def validate(
         self, namespace: Namespace, name: GroupName, info: SchemaInfo, policy: Compatibility | None
     ) -> list[Incompatibility]:
-        """Why ``info`` would be refused under ``policy`` (the group's by default); empty: accepted."""
+        """Why ``info`` would be refused under ``policy`` (the group's by default); empty: accepted.
+
+        Under the group's own policy this is exactly what :meth:`add_schema` decides (a schema
+        already registered is accepted: adding it again returns its version)."""
         group = self.store.get_group(namespace, name)
         parsed = self._parse_for(group, info, name)
-        live = self.store.live_versions(namespace, name, TypeName(parsed.type_name))
-        return evaluate(policy or group.compatibility, parsed, self._existing(live))
+        if policy is None and self.store.find_version(namespace, name, parsed) is not None:
+            return []
+        policy = policy or group.compatibility
+        context = self.store.add_context(namespace, name, TypeName(parsed.type_name), needed(policy))
+        refused = refusal(name, group, policy, parsed, self._existing(context.live), context.live_types)
+        return [] if refused is None else refused.reasons
 
     def can_read(self, namespace: Namespace, name: GroupName, info: SchemaInfo) -> list[Incompatibility]:
         """Why ``info`` cannot read every live schema of its type in the group; empty: it can."""
@@ -223,12 +258,16 @@ class RegistryService:
 
     def latest(self, namespace: Namespace, name: GroupName, type_name: TypeName | None) -> list[SchemaWithVersion]:
         """The newest live version of each type (or of ``type_name``)."""
-        newest: dict[str, StoredVersion] = {}
-        for stored in self.store.live_versions(namespace, name, type_name or TypeName("")):
-            known = newest.get(stored.version.type)
-            if known is None or known.version.version < stored.version.version:
-                newest[stored.version.type] = stored
-        return [SchemaWithVersion(s.schema, s.version) for s in newest.values()]
+        return [SchemaWithVersion(s.schema, s.version) for s in self.store.newest_of_types(namespace, name, type_name)]
+
+    def latest_version(self, namespace: Namespace, name: GroupName) -> SchemaWithVersion | None:
+        """The most recently added live version of the group, whatever its type (None if none)."""
+        found = self.store.latest_version(namespace, name)
+        return None if found is None else SchemaWithVersion(found.schema, found.version)
+
+    def unknown_encodings(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[int]:
+        """Those of ``ids`` that are not encoding ids of the group."""
+        return ids - self.store.encodings_of(namespace, name, ids)
 
     def versions(self, namespace: Namespace, name: GroupName, type_name: TypeName | None) -> list[SchemaWithVersion]:
         """Every live version (of ``type_name``, if given), in order of addition."""

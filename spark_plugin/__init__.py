@@ -8,16 +8,21 @@ PySpark users configure a session builder::
     spark = spark_plugin.configure(SparkSession.builder, uri="http://localhost:9092").getOrCreate()
     spark.sql("CREATE NAMESPACE streamcat.sales")
 
-``spark-sql`` / ``spark-submit`` users pass the flags ``streamcat spark-conf`` prints.
+``spark-sql`` / ``spark-submit`` users pass the flags ``streamcat spark-conf`` prints. A server
+that wants credentials gets them from ``token=`` (or ``user=`` and ``password=``); one with a
+certificate of a private CA is trusted through ``ca_bundle=`` (see ``CatalogCredentials.java``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["CATALOG_CLASS", "configure", "jar_path", "spark_conf"]
+from registry.credentials import Credentials
+
+__all__ = ["CATALOG_CLASS", "catalog_conf", "configure", "jar_path", "spark_conf"]
 
 #: The catalog class of the Java shim.
 CATALOG_CLASS = "streamcat.spark.StreamcatCatalog"
@@ -32,26 +37,58 @@ def jar_path() -> Path:
     return build()
 
 
-def spark_conf(uri: str, catalog: str = "streamcat", python: str | None = None) -> dict[str, str]:
+def catalog_conf(
+    uri: str,
+    catalog: str = "streamcat",
+    *,
+    token: str | None = None,
+    user: str | None = None,
+    password: str | None = None,
+    ca_bundle: str | os.PathLike[str] | None = None,
+    client_cert: str | os.PathLike[str] | None = None,
+    client_key: str | os.PathLike[str] | None = None,
+) -> dict[str, str]:
+    """The settings of one Streamcat catalog (no jar, no Python): what ``spark.conf.set`` can add to a
+    running session. Files are made absolute: Spark may run elsewhere."""
+
+    def absolute(path: str | os.PathLike[str] | None) -> str | None:
+        return str(Path(path).absolute()) if path else None
+
+    cert, key = absolute(client_cert), absolute(client_key)
+    if key and not cert:
+        raise ValueError("client_key needs client_cert")
+    credentials = Credentials(token=token, user=user, password=password, verify=absolute(ca_bundle) or True,
+                              cert=(cert, key) if cert and key else cert)
+    prefix = f"spark.sql.catalog.{catalog}"
+    conf = {prefix: CATALOG_CLASS, f"{prefix}.uri": uri}
+    conf.update({f"{prefix}.{k}": v for k, v in credentials.to_options().items()})
+    return conf
+
+
+def spark_conf(
+    uri: str, catalog: str = "streamcat", python: str | None = None, **credentials: Any
+) -> dict[str, str]:
     """The Spark settings that make ``catalog`` a Streamcat catalog served at ``uri``.
 
     ``python`` is the interpreter Spark's Python workers run (default: this one, which has
-    the project, pyarrow and the data source installed).
+    the project, pyarrow and the data source installed). ``credentials``: the keyword
+    arguments of :func:`catalog_conf` (``token``, ``user``, ``password``, ``ca_bundle``, ...).
     """
     interpreter = python or sys.executable
     return {
         "spark.jars": str(jar_path()),
-        f"spark.sql.catalog.{catalog}": CATALOG_CLASS,
-        f"spark.sql.catalog.{catalog}.uri": uri,
+        **catalog_conf(uri, catalog, **credentials),
         "spark.pyspark.python": interpreter,
         "spark.pyspark.driver.python": interpreter,
         "spark.executorEnv.PYSPARK_PYTHON": interpreter,
     }
 
 
-def configure(builder: Builder, uri: str, catalog: str = "streamcat", python: str | None = None) -> Builder:
+def configure(
+    builder: Builder, uri: str, catalog: str = "streamcat", python: str | None = None, **credentials: Any
+) -> Builder:
     """Set :func:`spark_conf` on a ``SparkSession.Builder``; returns the builder for chaining."""
     target: Any = builder
-    for key, value in spark_conf(uri, catalog, python).items():
+    for key, value in spark_conf(uri, catalog, python, **credentials).items():
         target = target.config(key, value)
     return builder

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from registry import migrate
-from registry.app import create_app
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from registry.client import RegistryClient
-from registry.config import Settings
 from tests.support.net import serve_in_thread
 from tests.support.postgres import PostgresServer, start_postgres
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from flask import Blueprint
 
-from catalog_api.api import catalog_service
-from catalog_api.api.params import optional_int, page_limit, pull_names
-from catalog_api.model import Chunk
-from registry.api.requests import json_body
+from catalog_api.api import models as m
+from catalog_api.api.context import catalog_service
+from catalog_api.api.params import pull_names
+from registry.api.context import list_limit
+from registry.api.operations import operation
 
 bp = Blueprint("commits", __name__)
 
@@ -19,30 +20,42 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@bp.get("/commits")
-def list_commits(scope: str, stream: str) -> Any:
-    found = catalog_service().store.commits(scope, stream, optional_int("after") or 0, page_limit())
-    return {"commits": [c.to_json() for c in found]}
+@operation(bp, "GET", "/commits", "listCommits", "Commit history", query=m.CommitsQuery, response=m.CommitList)
+def list_commits(scope: str, stream: str, query: m.CommitsQuery) -> m.CommitList:
+    found = catalog_service().commits(scope, stream, query.after or 0, query.limit or list_limit())
+    return m.CommitList(commits=[m.Commit.of(c) for c in found])
 
 
-@bp.post("/commits")
-def commit(scope: str, stream: str) -> Any:
-    body = json_body("CommitRequest")
+@operation(
+    bp,
+    "POST",
+    "/commits",
+    "commit",
+    "Append chunks atomically (200: a repeated writer sequence, acknowledged)",
+    body=m.CommitRequest,
+    response=m.Commit,
+    status=201,
+    also=(200,),
+    errors=(400, 404, 409),
+)
+def commit(scope: str, stream: str, body: m.CommitRequest) -> tuple[m.Commit, int]:
     result = catalog_service().commit(
         scope,
         stream,
-        [Chunk.from_json(c) for c in body["chunks"]],
-        overwrite=bool(body.get("overwrite")),
-        writer_id=body.get("writerId"),
-        writer_sequence=body.get("writerSequence"),
-        properties=dict(body.get("properties") or {}),
+        [c.to_domain() for c in body.chunks],
+        overwrite=body.overwrite,
+        writer_id=body.writer_id,
+        writer_sequence=body.writer_sequence,
+        properties=dict(body.properties),
     )
-    return result.to_json(), 200 if result.duplicate else 201
+    return m.Commit.of(result), 200 if result.duplicate else 201
 
 
-@bp.get("/chunks")
-def chunks(scope: str, stream: str) -> Any:
+@operation(
+    bp, "GET", "/chunks", "listChunks", "Chunks visible at a stream cut", query=m.ChunksQuery, response=m.Snapshot
+)
+def chunks(scope: str, stream: str, query: m.ChunksQuery) -> m.Snapshot:
     snapshot = catalog_service().snapshot(
-        scope, stream, cut=optional_int("streamCut"), as_of_time=optional_int("asOfTime"), after=optional_int("after")
+        scope, stream, cut=query.stream_cut, as_of_time=query.as_of_time, after=query.after
     )
-    return snapshot.to_json()
+    return m.Snapshot.of(snapshot)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint
 
-from catalog_api.api import catalog_service
-from catalog_api.api.params import flag, page_limit, pull_names
-from catalog_api.model import Scope
-from registry.api.requests import check_name, json_body
+from catalog_api.api import models as m
+from catalog_api.api.context import catalog_service
+from catalog_api.api.params import pull_names
+from registry.api.context import list_limit
+from registry.api.models import PageQuery
+from registry.api.operations import operation
 
 bp = Blueprint("scopes", __name__)
 
@@ -19,36 +21,49 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@bp.get("")
-def list_scopes() -> Any:
-    page = catalog_service().list_scopes(request.args.get("continuationToken"), page_limit())
-    return {"scopes": [s.to_json() for s in page.items], "continuationToken": page.continuation_token}
+@operation(bp, "GET", "", "listScopes", "List scopes", query=PageQuery, response=m.ScopeList, errors=(400,))
+def list_scopes(query: PageQuery) -> m.ScopeList:
+    page = catalog_service().list_scopes(query.continuation_token, query.limit or list_limit())
+    return m.ScopeList(scopes=[m.Scope.of(s) for s in page.items], continuation_token=page.continuation_token)
 
 
-@bp.post("")
-def create_scope() -> Any:
-    body = json_body("CreateScopeRequest")
-    scope = Scope(
-        check_name(body["scopeName"], "scope name"), body.get("comment") or "", dict(body.get("properties") or {})
-    )
-    return catalog_service().create_scope(scope).to_json(), 201
+@operation(
+    bp,
+    "POST",
+    "",
+    "createScope",
+    "Create a scope",
+    body=m.CreateScopeRequest,
+    response=m.Scope,
+    status=201,
+    errors=(400, 409),
+)
+def create_scope(body: m.CreateScopeRequest) -> m.Scope:
+    return m.Scope.of(catalog_service().create_scope(body.to_domain()))
 
 
-@bp.get("/<scope>")
-def get_scope(scope: str) -> Any:
-    return catalog_service().store.get_scope(scope).to_json()
+@operation(bp, "GET", "/<scope>", "getScope", "A scope", response=m.Scope)
+def get_scope(scope: str) -> m.Scope:
+    return m.Scope.of(catalog_service().get_scope(scope))
 
 
-@bp.put("/<scope>")
-def update_scope(scope: str) -> Any:
-    body = json_body("UpdateScopeRequest")
-    updated = catalog_service().store.alter_scope(
-        scope, dict(body.get("properties") or {}), list(body.get("removeProperties") or []), body.get("comment")
-    )
-    return updated.to_json()
+@operation(
+    bp, "PUT", "/<scope>", "updateScope", "Set or remove scope properties", body=m.UpdateScopeRequest, response=m.Scope
+)
+def update_scope(scope: str, body: m.UpdateScopeRequest) -> m.Scope:
+    updated = catalog_service().alter_scope(scope, dict(body.properties), list(body.remove_properties), body.comment)
+    return m.Scope.of(updated)
 
 
-@bp.delete("/<scope>")
-def delete_scope(scope: str) -> Any:
-    catalog_service().delete_scope(scope, cascade=flag("cascade"), purge=flag("purge"))
-    return Response(status=204)
+@operation(
+    bp,
+    "DELETE",
+    "/<scope>",
+    "deleteScope",
+    "Delete a scope",
+    query=m.DeleteScopeQuery,
+    status=204,
+    errors=(400, 404, 409),
+)
+def delete_scope(scope: str, query: m.DeleteScopeQuery) -> None:
+    catalog_service().delete_scope(scope, cascade=query.cascade, purge=query.purge)

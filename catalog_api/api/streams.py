@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint
 
-from catalog_api.api import catalog_service
-from catalog_api.api.params import flag, page_limit, pull_names
-from catalog_api.model import StreamConfig
-from registry.api.requests import check_name, json_body
+from catalog_api.api import models as m
+from catalog_api.api.context import catalog_service
+from catalog_api.api.params import pull_names
+from registry.api.context import list_limit
+from registry.api.models import PageQuery
+from registry.api.operations import operation
 
 bp = Blueprint("streams", __name__)
 
@@ -19,39 +21,62 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@bp.get("")
-def list_streams(scope: str) -> Any:
-    page = catalog_service().store.list_streams(scope, request.args.get("continuationToken"), page_limit())
-    return {"streams": [s.to_json() for s in page.items], "continuationToken": page.continuation_token}
+@operation(bp, "GET", "", "listStreams", "List streams", query=PageQuery, response=m.StreamList)
+def list_streams(scope: str, query: PageQuery) -> m.StreamList:
+    page = catalog_service().list_streams(scope, query.continuation_token, query.limit or list_limit())
+    return m.StreamList(streams=[m.Stream.of(s) for s in page.items], continuation_token=page.continuation_token)
 
 
-@bp.post("")
-def create_stream(scope: str) -> Any:
-    body = json_body("CreateStreamRequest")
-    stream = catalog_service().create_stream(
-        scope, check_name(body["streamName"], "stream name"), StreamConfig.from_json(body), body.get("location")
-    )
-    return stream.to_json(), 201
+@operation(
+    bp,
+    "POST",
+    "",
+    "createStream",
+    "Create a stream",
+    body=m.CreateStreamRequest,
+    response=m.Stream,
+    status=201,
+    errors=(400, 404, 409),
+)
+def create_stream(scope: str, body: m.CreateStreamRequest) -> m.Stream:
+    created = catalog_service().create_stream(scope, body.stream_name, body.stream_config(), body.location)
+    return m.Stream.of(created)
 
 
-@bp.get("/<stream>")
-def get_stream(scope: str, stream: str) -> Any:
-    return catalog_service().store.get_stream(scope, stream).to_json()
+@operation(bp, "GET", "/<stream>", "getStream", "A stream", response=m.Stream)
+def get_stream(scope: str, stream: str) -> m.Stream:
+    return m.Stream.of(catalog_service().get_stream(scope, stream))
 
 
-@bp.delete("/<stream>")
-def delete_stream(scope: str, stream: str) -> Any:
-    catalog_service().delete_stream(scope, stream, purge=flag("purge"))
-    return Response(status=204)
+@operation(
+    bp,
+    "DELETE",
+    "/<stream>",
+    "deleteStream",
+    "Delete a stream",
+    query=m.PurgeQuery,
+    status=204,
+    errors=(400, 404, 409),
+)
+def delete_stream(scope: str, stream: str, query: m.PurgeQuery) -> None:
+    catalog_service().delete_stream(scope, stream, purge=query.purge)
 
 
-@bp.put("/<stream>/state")
-def seal_stream(scope: str, stream: str) -> Any:
-    json_body("StreamStateRequest")
-    return catalog_service().store.seal_stream(scope, stream).to_json()
+@operation(
+    bp, "PUT", "/<stream>/state", "updateStreamState", "Seal a stream", body=m.StreamStateRequest, response=m.Stream
+)
+def seal_stream(scope: str, stream: str, body: m.StreamStateRequest) -> m.Stream:
+    return m.Stream.of(catalog_service().seal_stream(scope, stream))
 
 
-@bp.post("/<stream>/truncate")
-def truncate_stream(scope: str, stream: str) -> Any:
-    body = json_body("TruncateRequest")
-    return catalog_service().store.truncate_stream(scope, stream, int(body["streamCut"])).to_json()
+@operation(
+    bp,
+    "POST",
+    "/<stream>/truncate",
+    "truncateStream",
+    "Cut off commits up to a stream cut",
+    body=m.TruncateRequest,
+    response=m.Stream,
+)
+def truncate_stream(scope: str, stream: str, body: m.TruncateRequest) -> m.Stream:
+    return m.Stream.of(catalog_service().truncate_stream(scope, stream, body.stream_cut))

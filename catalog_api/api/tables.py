@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, request
+from flask import Blueprint
 
-from catalog_api.api import catalog_service
-from catalog_api.api.params import flag, page_limit, pull_names
-from catalog_api.model import StreamConfig
+from catalog_api.api import models as m
+from catalog_api.api.context import catalog_service
+from catalog_api.api.params import pull_names
 from catalog_api.service import TableRequest
-from registry.api.requests import check_name, json_body
-from registry.model import Compatibility
+from registry.api.context import list_limit
+from registry.api.models import PageQuery
+from registry.api.operations import operation
 
 bp = Blueprint("tables", __name__)
 
@@ -21,40 +22,61 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@bp.get("")
-def list_tables(scope: str) -> Any:
-    page = catalog_service().store.list_tables(scope, request.args.get("continuationToken"), page_limit())
-    return {"tables": [t.to_json() for t in page.items], "continuationToken": page.continuation_token}
-
-
-@bp.post("")
-def create_table(scope: str) -> Any:
-    body = json_body("CreateTableRequest")
-    table = TableRequest(
-        name=check_name(body["tableName"], "table name"),
-        schema=body["schema"],
-        format=body.get("format") or "avro",
-        compatibility=Compatibility.from_json(body["compatibility"]) if body.get("compatibility") else None,
-        comment=body.get("comment") or "",
-        properties=dict(body.get("properties") or {}),
-        config=StreamConfig.from_json(body),
-        location=body.get("location"),
+def _table_request(body: m.CreateTableRequest) -> TableRequest:
+    # Here rather than on the model: TableRequest belongs to the service, which clients do not import.
+    return TableRequest(
+        name=body.table_name,
+        schema=body.schema_.model_dump(mode="json"),
+        format=body.format or "avro",
+        compatibility=body.compatibility.to_domain() if body.compatibility else None,
+        comment=body.comment,
+        properties=dict(body.properties),
+        config=body.stream_config(),
+        location=body.location,
     )
-    return catalog_service().create_table(scope, table).to_json(), 201
 
 
-@bp.get("/<table>")
-def get_table(scope: str, table: str) -> Any:
-    return catalog_service().store.get_table(scope, table).to_json()
+@operation(bp, "GET", "", "listTables", "List tables", query=PageQuery, response=m.TableList, errors=(400, 404, 409))
+def list_tables(scope: str, query: PageQuery) -> m.TableList:
+    page = catalog_service().list_tables(scope, query.continuation_token, query.limit or list_limit())
+    return m.TableList(tables=[m.Table.of(t) for t in page.items], continuation_token=page.continuation_token)
 
 
-@bp.patch("/<table>")
-def alter_table(scope: str, table: str) -> Any:
-    body = json_body("AlterTableRequest")
-    return catalog_service().alter_table(scope, table, body.get("expectedVersion"), body["changes"]).to_json()
+@operation(
+    bp,
+    "POST",
+    "",
+    "createTable",
+    "Create a table (stream + group + schema)",
+    body=m.CreateTableRequest,
+    response=m.Table,
+    status=201,
+    errors=(400, 404, 409),
+)
+def create_table(scope: str, body: m.CreateTableRequest) -> m.Table:
+    return m.Table.of(catalog_service().create_table(scope, _table_request(body)))
 
 
-@bp.delete("/<table>")
-def drop_table(scope: str, table: str) -> Any:
-    catalog_service().drop_table(scope, table, purge=flag("purge"))
-    return Response(status=204)
+@operation(bp, "GET", "/<table>", "getTable", "A table", response=m.Table, errors=(400, 404, 409))
+def get_table(scope: str, table: str) -> m.Table:
+    return m.Table.of(catalog_service().get_table(scope, table))
+
+
+@operation(
+    bp,
+    "PATCH",
+    "/<table>",
+    "alterTable",
+    "Apply table changes",
+    body=m.AlterTableRequest,
+    response=m.Table,
+    errors=(400, 404, 409),
+)
+def alter_table(scope: str, table: str, body: m.AlterTableRequest) -> m.Table:
+    altered = catalog_service().alter_table(scope, table, body.expected_version, body.to_changes())
+    return m.Table.of(altered)
+
+
+@operation(bp, "DELETE", "/<table>", "dropTable", "Drop a table", query=m.PurgeQuery, status=204)
+def drop_table(scope: str, table: str, query: m.PurgeQuery) -> None:
+    catalog_service().drop_table(scope, table, purge=query.purge)

@@ -126,6 +126,27 @@ def split_event_chunk(data: bytes) -> list[bytes]:
     return events
 
 
+def frame_offsets(data: bytes) -> list[int]:
+    """Where each event's frame (its uint32 length, then the event) starts in an event chunk's bytes, in
+    order: the framing checked as :func:`split_event_chunk` checks it, without copying events out."""
+    if not data.startswith(EVENT_MAGIC[:5]):
+        raise ChunkFormatError("not an event chunk (bad magic)")
+    unpack = _LENGTH.unpack_from
+    offsets: list[int] = []
+    append = offsets.append
+    offset, end = len(EVENT_MAGIC), len(data)
+    try:
+        while offset < end:
+            (length,) = unpack(data, offset)
+            append(offset)
+            offset += 4 + length
+    except struct.error:
+        raise ChunkFormatError(f"event chunk truncated at byte {offset}") from None
+    if offset != end:
+        raise ChunkFormatError(f"event chunk truncated: its last event ends at byte {offset} of {end}")
+    return offsets
+
+
 def read_event_chunk(location: str, path: str) -> Iterator[memoryview]:
     """The events of the event chunk at ``location/path``."""
     fs, root = storage.resolve(location)

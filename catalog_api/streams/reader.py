@@ -22,7 +22,7 @@ import pyarrow as pa
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.storage import resolve
-from catalog_api.streams.chunks import ChunkFormatError, read_columnar_chunk, split_event_chunk
+from catalog_api.streams.chunks import ChunkFormatError, frame_offsets, read_columnar_chunk
 from registry.client import RegistryClient
 from registry.errors import NotFound
 from registry.ids import EncodingId
@@ -225,11 +225,13 @@ class StreamReader:
     def read_chunk(self, chunk: Chunk) -> Iterator[Any]:
         """The records of one chunk, under the reader schema."""
         if chunk.kind == "events":
-            events = split_event_chunk(self._read_bytes(chunk))
-            if len(events) != chunk.event_count:
-                raise ChunkFormatError(f"chunk {chunk.path} holds {len(events)} events; its commit says "
+            data = self._read_bytes(chunk)
+            offsets = frame_offsets(data)
+            if len(offsets) != chunk.event_count:
+                raise ChunkFormatError(f"chunk {chunk.path} holds {len(offsets)} events; its commit says "
                                        f"{chunk.event_count}")
-            return self.deserializer.deserialize_many(events)
+            # Decoded where they lie in the chunk's bytes: no bytes object per event.
+            return self.deserializer.deserialize_framed(data, offsets)
         if chunk.kind == "columnar":
             return iter(self._columnar(chunk).to_pylist(maps_as_pydicts="strict"))
         raise ChunkFormatError(f"chunk {chunk.path} is of unknown kind {chunk.kind!r}")

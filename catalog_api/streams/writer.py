@@ -10,6 +10,7 @@ was lost (a timeout, a dropped connection) is a no-op on the server: exactly onc
 
 from __future__ import annotations
 
+import struct
 import time
 import uuid
 import zlib
@@ -24,17 +25,20 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from catalog_api.streams.chunks import frame_events, write_columnar_chunk, write_framed_event_chunk
+from catalog_api.streams.chunks import write_columnar_chunk, write_framed_event_chunk
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from registry.client import RegistryClient
 from registry.errors import StreamcatError
 from registry.model import NO_CODEC, SchemaInfo
 from registry.serde import Serializer
+from registry.serde.base import Append
 from registry.serde.wire import HEADER_SIZE, PROTOCOL_VERSION, check_header, encoding_id_of_key
 
 #: Routing keys whose segment a writer remembers.
 _ROUTE_CACHE = 100_000
 _RAW = (bytes, bytearray, memoryview)
+_LENGTH = struct.Struct(">I")
+_NO_LENGTH = bytes(4)
 
 
 class RecordSerializer(Protocol):
@@ -50,20 +54,38 @@ class CommitInDoubt(Exception):
 
 
 class _Buffer:
-    """The events of one segment not yet written to a chunk file, and what the chunk will record of them."""
+    """The events of one segment not yet written to a chunk file, and what the chunk will record of them.
 
-    __slots__ = ("events", "max_time", "min_time", "size")
+    The events are kept framed, as the chunk file's body holds them (each after its uint32
+    length), in one buffer: the writer's serializer encodes straight into it, so an event is never
+    a bytes object of its own, and writing the chunk is one write of the buffer.
+    """
+
+    __slots__ = ("count", "framed", "max_time", "min_time", "raw", "raw_ids")
 
     def __init__(self) -> None:
-        self.events: list[bytes] = []
-        self.size = 0
+        self.framed = bytearray()
+        self.count = 0
         self.min_time: int | None = None
         self.max_time: int | None = None
+        #: events given as bytes (or by a serializer of the caller's), and their raw id bytes
+        self.raw = 0
+        self.raw_ids: set[bytes] = set()
 
-    def encoding_ids(self) -> tuple[int, ...]:
-        # Collected once per chunk, from the raw id bytes: cheaper than decoding a header per write.
-        heads = {event[1:5] for event in self.events}
-        return tuple(sorted(encoding_id_of_key(h) for h in heads))
+    def add(self, data: bytes) -> None:
+        """Frame one event given in the wire format (its header checked by the caller)."""
+        self.framed += _LENGTH.pack(len(data))
+        self.framed += data
+        self.raw_ids.add(data[1:5])
+        self.raw += 1
+        self.count += 1
+
+    def encoding_ids(self, own: int | None) -> tuple[int, ...]:
+        """The encoding ids of the buffered events; ``own``: that of the writer's serializer."""
+        ids: set[int] = {encoding_id_of_key(h) for h in self.raw_ids}
+        if self.count > self.raw and own is not None:
+            ids.add(own)
+        return tuple(sorted(ids))
 
 
 @dataclass(frozen=True)
@@ -123,6 +145,8 @@ class StreamWriter:
         self._sticky = zlib.crc32(self.writer_id.encode()) % self.segments
         # Routing keys repeat (a device, a customer): a dict lookup is cheaper than hashing each time.
         self._routes: dict[str | bytes, int] = {}
+        # The serializer's appender, once its first record has connected it (registered the schema).
+        self._append: Append | None = None
         self._buffers = [_Buffer() for _ in range(self.segments)]
         self._written: list[Chunk] = []  # chunk files on storage, not yet committed
         self._in_doubt: _Attempt | None = None
@@ -138,34 +162,55 @@ class StreamWriter:
         """
         if self._closed:
             raise ValueError("the writer is closed")
+        if routing_key is None:
+            segment = self._sticky
+        else:
+            found = self._routes.get(routing_key)
+            segment = self._route(routing_key) if found is None else found
+        buffer = self._buffers[segment]
+        append = self._append
+        if append is not None and (type(event) is dict or not isinstance(event, _RAW)):
+            # The record's event goes straight into the segment's framed buffer, after a length
+            # filled in once the event is there.
+            framed = buffer.framed
+            start = len(framed)
+            framed += _NO_LENGTH
+            try:
+                append(framed, event)
+            except BaseException:
+                del framed[start:]
+                raise
+            _LENGTH.pack_into(framed, start, len(framed) - start - 4)
+            buffer.count += 1
+        else:
+            buffer.add(self._event_bytes(event))
+        if event_time is not None:
+            if buffer.min_time is None or event_time < buffer.min_time:
+                buffer.min_time = event_time
+            if buffer.max_time is None or event_time > buffer.max_time:
+                buffer.max_time = event_time
+        # max_chunk_bytes bounds the events' bytes, not their length prefixes.
+        count = buffer.count
+        if count >= self.max_chunk_events or len(buffer.framed) - 4 * count >= self.max_chunk_bytes:
+            self._chunk_full(segment)
+
+    def _event_bytes(self, event: Any) -> bytes:
+        """``event`` in the wire format, header checked: as given, or serialized."""
         if type(event) is bytes:
             data = event
         elif isinstance(event, _RAW):
             data = bytes(event)
         elif self.serializer is None:
             raise TypeError("this writer has no serializer: write wire-format bytes or pass serializer=")
+        elif isinstance(self.serializer, Serializer):
+            # First record: registers the schema; later ones take the append path of write().
+            self._append = self.serializer.appender()
+            data = self.serializer.serialize(event)
         else:
             data = self.serializer.serialize(event)
         if len(data) < HEADER_SIZE or data[0] != PROTOCOL_VERSION:
             check_header(data)  # raises, saying what is wrong
-        if routing_key is None:
-            segment = self._sticky
-        else:
-            found = self._routes.get(routing_key)
-            if found is None:
-                found = self._route(routing_key)
-            segment = found
-        buffer = self._buffers[segment]
-        events = buffer.events
-        events.append(data)
-        buffer.size += len(data)
-        if event_time is not None:
-            if buffer.min_time is None or event_time < buffer.min_time:
-                buffer.min_time = event_time
-            if buffer.max_time is None or event_time > buffer.max_time:
-                buffer.max_time = event_time
-        if len(events) >= self.max_chunk_events or buffer.size >= self.max_chunk_bytes:
-            self._chunk_full(segment)
+        return data
 
     def _route(self, routing_key: str | bytes) -> int:
         if len(self._routes) >= _ROUTE_CACHE:
@@ -184,9 +229,11 @@ class StreamWriter:
     def _write_chunk(self, segment: int) -> None:
         buffer = self._buffers[segment]
         path = f"segment-{segment}/{uuid.uuid4().hex}.events"
-        size = write_framed_event_chunk(self.location, path, frame_events(buffer.events))
-        self._written.append(Chunk(path=path, kind="events", segment=segment, event_count=len(buffer.events),
-                                   bytes=size, encoding_ids=buffer.encoding_ids(), min_event_time=buffer.min_time,
+        size = write_framed_event_chunk(self.location, path, buffer.framed)
+        serializer = self.serializer
+        own = serializer.encoding_id if self._append is not None and isinstance(serializer, Serializer) else None
+        self._written.append(Chunk(path=path, kind="events", segment=segment, event_count=buffer.count,
+                                   bytes=size, encoding_ids=buffer.encoding_ids(own), min_event_time=buffer.min_time,
                                    max_event_time=buffer.max_time))
         self._buffers[segment] = _Buffer()
 
@@ -217,7 +264,7 @@ class StreamWriter:
             rows = rows.select(target.names).cast(target)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise ValueError(f"the table does not fit the schema's Arrow form {target}: {e}") from e
-        if self._buffers[segment].events:
+        if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
         stats = write_columnar_chunk(self.location, path, rows, self.serializer.encoding_id)
@@ -232,7 +279,7 @@ class StreamWriter:
         on storage that nobody sees until a commit lists them).
         """
         for segment, buffer in enumerate(self._buffers):
-            if buffer.events:
+            if buffer.count:
                 self._write_chunk(segment)
         return list(self._written)
 
@@ -343,7 +390,7 @@ class StreamWriter:
     @property
     def buffered(self) -> int:
         """Events written but not yet committed."""
-        return sum(len(b.events) for b in self._buffers) + sum(c.event_count for c in self._written)
+        return sum(b.count for b in self._buffers) + sum(c.event_count for c in self._written)
 
     def close(self) -> None:
         """Flush what is buffered and refuse further writes."""

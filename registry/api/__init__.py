@@ -1,13 +1,2 @@
-"""REST blueprints of the schema registry."""
-
-from __future__ import annotations
-
-from flask import current_app
-
-from registry.service import RegistryService
-
-
-def registry_service() -> RegistryService:
-    """The RegistryService of the running application."""
-    service: RegistryService = current_app.extensions["streamcat"].registry
-    return service
+"""The registry's REST API: wire models (importable without Flask, for clients), and the
+Flask views, route declarations and OpenAPI document built on them."""

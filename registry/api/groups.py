@@ -1,17 +1,24 @@
-"""``/v1/groups``: groups, their schemas, codecs and encodings (Pravega's GroupResource)."""
+"""``/v1/groups``: groups, their schemas, codecs and encodings (Pravega's GroupResource).
+
+The blueprint is mounted twice (see routes.py): at ``/v1/groups`` with ``?namespace=``, and at
+``/v1/namespace/{namespace}/groups``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, g, request
+from flask import Blueprint, g
 
-from registry.api import registry_service
-from registry.api.requests import check_name, int_arg, json_body, namespace_of
+from registry.api import models as m
+from registry.api.context import list_limit, registry_service
+from registry.api.operations import operation
+from registry.api.requests import check_name, namespace_of
+from registry.api.wire import MAX_INT32
 from registry.errors import BadRequest, EncodingNotFound, SchemaNotFound
 from registry.formats import FORMAT_NAMES
 from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
-from registry.model import CodecType, Compatibility, GroupProperties, SchemaInfo, SerializationFormat, VersionInfo
+from registry.model import SerializationFormat
 
 bp = Blueprint("groups", __name__)
 
@@ -25,179 +32,299 @@ def _pull_names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
             g.group = GroupName(check_name(values.pop("group"), "group name"))
 
 
-#: Ids and versions are 32-bit, as in Pravega; larger ones name nothing.
-_MAX_ID = 2**31 - 1
-
-
 def _schema_id(value: int) -> SchemaId:
-    if value > _MAX_ID:
+    # Ids beyond 32 bits name nothing: 404, as for any unknown id.
+    if value > MAX_INT32:
         raise SchemaNotFound(f"schema id {value} not found (ids are 32-bit)")
     return SchemaId(value)
 
 
 def _version(value: int) -> Version:
-    if value > _MAX_ID:
+    if value > MAX_INT32:
         raise SchemaNotFound(f"version {value} not found (versions are 32-bit)")
     return Version(value)
 
 
-def _reasons(reasons: list[Any]) -> list[dict[str, str]]:
-    return [r.to_json() for r in reasons]
-
-
-@bp.get("")
-def list_groups() -> Any:
-    settings = current_app.extensions["streamcat"].settings
-    limit = int_arg("limit", settings.list_limit, 1, 10_000)
-    page = registry_service().list_groups(g.namespace, request.args.get("continuationToken"), limit)
-    return {
-        "groups": {name: props.to_json() for name, props in page.groups},
-        "continuationToken": page.continuation_token,
-    }
-
-
-@bp.post("")
-def create_group() -> Any:
-    body = json_body("CreateGroupRequest")
-    properties = GroupProperties.from_json(body["groupProperties"])
-    name = GroupName(check_name(body["groupName"], "groupName"))
-    registry_service().create_group(g.namespace, name, properties)
-    return Response(status=201)
-
-
-@bp.get("/<group>")
-def get_group() -> Any:
-    return registry_service().store.get_group(g.namespace, g.group).to_json()
-
-
-@bp.delete("/<group>")
-def delete_group() -> Any:
-    registry_service().delete_group(g.namespace, g.group)
-    return Response(status=204)
-
-
-@bp.get("/<group>/history")
-def history() -> Any:
-    return {"history": [r.to_json() for r in registry_service().history(g.namespace, g.group)]}
-
-
-@bp.put("/<group>/compatibility")
-def update_compatibility() -> Any:
-    body = json_body("UpdateCompatibilityRequest")
-    previous = body.get("previousCompatibility")
-    updated = registry_service().update_compatibility(
-        g.namespace,
-        g.group,
-        Compatibility.from_json(body["compatibility"]),
-        Compatibility.from_json(previous) if previous else None,
-    )
-    return updated.to_json()
-
-
-def _type_arg() -> TypeName | None:
-    value = request.args.get("type")
-    return TypeName(value) if value else None
-
-
-@bp.get("/<group>/schemas")
-def latest_schemas() -> Any:
-    found = registry_service().latest(g.namespace, g.group, _type_arg())
-    return {"schemas": [s.to_json() for s in found]}
-
-
-@bp.post("/<group>/schemas")
-def add_schema() -> Any:
-    info = SchemaInfo.from_json(json_body("SchemaInfo"))
-    return registry_service().add_schema(g.namespace, g.group, info).to_json(), 201
-
-
-@bp.get("/<group>/schemas/versions")
-def versions() -> Any:
-    found = registry_service().versions(g.namespace, g.group, _type_arg())
-    return {"schemas": [s.to_json() for s in found]}
-
-
-@bp.post("/<group>/schemas/versions/find")
-def find_version() -> Any:
-    info = SchemaInfo.from_json(json_body("SchemaInfo"))
-    return registry_service().find(g.namespace, g.group, info).to_json()
-
-
-@bp.post("/<group>/schemas/versions/validate")
-def validate() -> Any:
-    body = json_body("ValidateRequest")
-    policy = Compatibility.from_json(body["compatibility"]) if body.get("compatibility") else None
-    reasons = registry_service().validate(g.namespace, g.group, SchemaInfo.from_json(body["schemaInfo"]), policy)
-    return {"valid": not reasons, "reasons": _reasons(reasons)}
-
-
-@bp.post("/<group>/schemas/versions/canRead")
-def can_read() -> Any:
-    info = SchemaInfo.from_json(json_body("SchemaInfo"))
-    reasons = registry_service().can_read(g.namespace, g.group, info)
-    return {"compatible": not reasons, "reasons": _reasons(reasons)}
-
-
-@bp.get("/<group>/schemas/schema/<int:schema_id>")
-def schema_by_id(schema_id: int) -> Any:
-    return registry_service().schema_by_id(g.namespace, g.group, _schema_id(schema_id)).to_json()
-
-
-@bp.delete("/<group>/schemas/schema/<int:schema_id>")
-def delete_schema_by_id(schema_id: int) -> Any:
-    registry_service().delete_by_id(g.namespace, g.group, _schema_id(schema_id))
-    return Response(status=204)
-
-
-def _format_arg(name: str) -> SerializationFormat:
+def _format(name: str, query: m.FullTypeNameQuery) -> SerializationFormat:
+    # The path's format is checked here rather than by a converter: an unknown one is a 400, not a 404.
     if name not in FORMAT_NAMES:
         raise BadRequest(f"unknown serialization format {name!r}; expected one of {', '.join(FORMAT_NAMES)}")
     if name == "Custom":
-        full = request.args.get("fullTypeName", "")
-        if not full:
+        if not query.full_type_name:
             raise BadRequest("format Custom needs the query argument fullTypeName")
-        return SerializationFormat(name, full)
+        return SerializationFormat(name, query.full_type_name)
     return SerializationFormat(name)
+
+
+def _type(query: m.TypeQuery) -> TypeName | None:
+    return TypeName(query.type) if query.type else None
+
+
+@operation(
+    bp, "GET", "", "listGroups", "List groups", query=m.ListGroupsQuery, response=m.ListGroupsResponse, errors=(400,)
+)
+def list_groups(query: m.ListGroupsQuery) -> m.ListGroupsResponse:
+    limit = query.limit or list_limit()
+    page = registry_service().list_groups(g.namespace, query.continuation_token, limit)
+    groups = {str(name): m.GroupProperties.of(props) for name, props in page.groups}
+    return m.ListGroupsResponse(groups=groups, continuation_token=page.continuation_token)
+
+
+@operation(
+    bp,
+    "POST",
+    "",
+    "createGroup",
+    "Create a group",
+    query=m.NamespaceQuery,
+    body=m.CreateGroupRequest,
+    status=201,
+    errors=(400, 409),
+)
+def create_group(body: m.CreateGroupRequest) -> None:
+    name = GroupName(body.group_name)
+    registry_service().create_group(g.namespace, name, body.group_properties.to_domain())
+
+
+@operation(
+    bp, "GET", "/<group>", "getGroupProperties", "Group properties", query=m.NamespaceQuery, response=m.GroupProperties
+)
+def get_group() -> m.GroupProperties:
+    return m.GroupProperties.of(registry_service().get_group(g.namespace, g.group))
+
+
+@operation(bp, "DELETE", "/<group>", "deleteGroup", "Delete a group", query=m.NamespaceQuery, status=204)
+def delete_group() -> None:
+    registry_service().delete_group(g.namespace, g.group)
+
+
+@operation(
+    bp,
+    "GET",
+    "/<group>/history",
+    "getGroupHistory",
+    "Schemas added, in order",
+    query=m.NamespaceQuery,
+    response=m.GroupHistory,
+)
+def history() -> m.GroupHistory:
+    records = registry_service().history(g.namespace, g.group)
+    return m.GroupHistory(history=[m.GroupHistoryRecord.of(r) for r in records])
+
+
+@operation(
+    bp,
+    "PUT",
+    "/<group>/compatibility",
+    "updateCompatibility",
+    "Change the policy (compare-and-set)",
+    query=m.NamespaceQuery,
+    body=m.UpdateCompatibilityRequest,
+    response=m.GroupProperties,
+    errors=(400, 404, 409),
+)
+def update_compatibility(body: m.UpdateCompatibilityRequest) -> m.GroupProperties:
+    previous = body.previous_compatibility.to_domain() if body.previous_compatibility else None
+    updated = registry_service().update_compatibility(g.namespace, g.group, body.compatibility.to_domain(), previous)
+    return m.GroupProperties.of(updated)
+
+
+@operation(
+    bp,
+    "GET",
+    "/<group>/schemas",
+    "getSchemas",
+    "Latest schema per type",
+    query=m.TypeQuery,
+    response=m.SchemaVersionsList,
+)
+def latest_schemas(query: m.TypeQuery) -> m.SchemaVersionsList:
+    found = registry_service().latest(g.namespace, g.group, _type(query))
+    return m.SchemaVersionsList(schemas=[m.SchemaWithVersion.of(s) for s in found])
+
+
+@operation(
+    bp,
+    "POST",
+    "/<group>/schemas",
+    "addSchema",
+    "Add a schema",
+    query=m.NamespaceQuery,
+    body=m.SchemaInfo,
+    response=m.VersionInfo,
+    status=201,
+    errors=(400, 404, 409, 417),
+)
+def add_schema(body: m.SchemaInfo) -> m.VersionInfo:
+    return m.VersionInfo.of(registry_service().add_schema(g.namespace, g.group, body.to_domain()))
+
+
+@operation(
+    bp,
+    "GET",
+    "/<group>/schemas/versions",
+    "getSchemaVersions",
+    "All live versions",
+    query=m.TypeQuery,
+    response=m.SchemaVersionsList,
+)
+def versions(query: m.TypeQuery) -> m.SchemaVersionsList:
+    found = registry_service().versions(g.namespace, g.group, _type(query))
+    return m.SchemaVersionsList(schemas=[m.SchemaWithVersion.of(s) for s in found])
+
+
+@operation(
+    bp,
+    "POST",
+    "/<group>/schemas/versions/find",
+    "getSchemaVersion",
+    "Version of a schema",
+    query=m.NamespaceQuery,
+    body=m.SchemaInfo,
+    response=m.VersionInfo,
+    errors=(400, 404, 417),
+)
+def find_version(body: m.SchemaInfo) -> m.VersionInfo:
+    return m.VersionInfo.of(registry_service().find(g.namespace, g.group, body.to_domain()))
+
+
+@operation(
+    bp,
+    "POST",
+    "/<group>/schemas/versions/validate",
+    "validate",
+    "Would the schema be accepted",
+    query=m.NamespaceQuery,
+    body=m.ValidateRequest,
+    response=m.Valid,
+    errors=(400, 404, 417),
+)
+def validate(body: m.ValidateRequest) -> m.Valid:
+    policy = body.compatibility.to_domain() if body.compatibility else None
+    reasons = registry_service().validate(g.namespace, g.group, body.schema_info.to_domain(), policy)
+    return m.Valid(valid=not reasons, reasons=[m.Reason.of(r) for r in reasons])
+
+
+@operation(
+    bp,
+    "POST",
+    "/<group>/schemas/versions/canRead",
+    "canRead",
+    "Can the schema read all data",
+    query=m.NamespaceQuery,
+    body=m.SchemaInfo,
+    response=m.CanRead,
+    errors=(400, 404, 417),
+)
+def can_read(body: m.SchemaInfo) -> m.CanRead:
+    reasons = registry_service().can_read(g.namespace, g.group, body.to_domain())
+    return m.CanRead(compatible=not reasons, reasons=[m.Reason.of(r) for r in reasons])
+
+
+@operation(
+    bp,
+    "GET",
+    "/<group>/schemas/schema/<int:schema_id>",
+    "getSchemaForId",
+    "Schema by id",
+    query=m.NamespaceQuery,
+    response=m.SchemaInfo,
+)
+def schema_by_id(schema_id: int) -> m.SchemaInfo:
+    return m.SchemaInfo.of(registry_service().schema_by_id(g.namespace, g.group, _schema_id(schema_id)))
+
+
+@operation(
+    bp,
+    "DELETE",
+    "/<group>/schemas/schema/<int:schema_id>",
+    "deleteSchemaForId",
+    "Soft-delete by id",
+    query=m.NamespaceQuery,
+    status=204,
+)
+def delete_schema_by_id(schema_id: int) -> None:
+    registry_service().delete_by_id(g.namespace, g.group, _schema_id(schema_id))
 
 
 _BY_VERSION = "/<group>/schemas/format/<fmt>/type/<path:type_name>/versions/<int:version>"
 
 
-@bp.get(_BY_VERSION)
-def schema_by_version(fmt: str, type_name: str, version: int) -> Any:
-    service = registry_service()
-    found = service.schema_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), _version(version))
-    return found.to_json()
+@operation(
+    bp,
+    "GET",
+    _BY_VERSION,
+    "getSchemaFromVersion",
+    "Schema by version",
+    query=m.FullTypeNameQuery,
+    response=m.SchemaInfo,
+)
+def schema_by_version(fmt: str, type_name: str, version: int, query: m.FullTypeNameQuery) -> m.SchemaInfo:
+    found = registry_service().schema_by_version(
+        g.namespace, g.group, _format(fmt, query), TypeName(type_name), _version(version)
+    )
+    return m.SchemaInfo.of(found)
 
 
-@bp.delete(_BY_VERSION)
-def delete_schema_by_version(fmt: str, type_name: str, version: int) -> Any:
-    registry_service().delete_by_version(g.namespace, g.group, _format_arg(fmt), TypeName(type_name), _version(version))
-    return Response(status=204)
+@operation(
+    bp, "DELETE", _BY_VERSION, "deleteSchemaVersion", "Soft-delete by version", query=m.FullTypeNameQuery, status=204
+)
+def delete_schema_by_version(fmt: str, type_name: str, version: int, query: m.FullTypeNameQuery) -> None:
+    registry_service().delete_by_version(
+        g.namespace, g.group, _format(fmt, query), TypeName(type_name), _version(version)
+    )
 
 
-@bp.put("/<group>/encodings")
-def encoding_id() -> Any:
-    body = json_body("GetEncodingIdRequest")
-    version = VersionInfo.from_json(body["versionInfo"])
-    found = registry_service().encoding_id(g.namespace, g.group, version, CodecName(body["codecType"]))
-    return {"encodingId": found}
+@operation(
+    bp,
+    "PUT",
+    "/<group>/encodings",
+    "getEncodingId",
+    "Get or create an encoding id",
+    query=m.NamespaceQuery,
+    body=m.GetEncodingIdRequest,
+    response=m.EncodingId,
+    errors=(400, 404, 412),
+)
+def encoding_id(body: m.GetEncodingIdRequest) -> m.EncodingId:
+    found = registry_service().encoding_id(
+        g.namespace, g.group, body.version_info.to_domain(), CodecName(body.codec_type)
+    )
+    return m.EncodingId(encoding_id=found)
 
 
-@bp.get("/<group>/encodings/<int:encoding_id>")
-def encoding_info(encoding_id: int) -> Any:
-    if encoding_id > _MAX_ID:
+@operation(
+    bp,
+    "GET",
+    "/<group>/encodings/<int:encoding_id>",
+    "getEncodingInfo",
+    "What an encoding id stands for",
+    query=m.NamespaceQuery,
+    response=m.EncodingInfo,
+)
+def encoding_info(encoding_id: int) -> m.EncodingInfo:
+    if encoding_id > MAX_INT32:
         raise EncodingNotFound(f"encoding id {encoding_id} not found (ids are 32-bit)")
-    return registry_service().encoding_info(g.namespace, g.group, EncodingId(encoding_id)).to_json()
+    return m.EncodingInfo.of(registry_service().encoding_info(g.namespace, g.group, EncodingId(encoding_id)))
 
 
-@bp.get("/<group>/codecTypes")
-def codec_types() -> Any:
-    return {"codecTypes": [c.to_json() for c in registry_service().codec_types(g.namespace, g.group)]}
+@operation(
+    bp, "GET", "/<group>/codecTypes", "getCodecTypesList", "Codec types", query=m.NamespaceQuery, response=m.CodecTypes
+)
+def codec_types() -> m.CodecTypes:
+    return m.CodecTypes(codec_types=[m.CodecType.of(c) for c in registry_service().codec_types(g.namespace, g.group)])
 
 
-@bp.post("/<group>/codecTypes")
-def add_codec_type() -> Any:
-    codec = CodecType.from_json(json_body("CodecType"))
-    registry_service().add_codec_type(g.namespace, g.group, codec)
-    return Response(status=201)
+@operation(
+    bp,
+    "POST",
+    "/<group>/codecTypes",
+    "addCodecType",
+    "Register a codec type",
+    query=m.NamespaceQuery,
+    body=m.CodecType,
+    status=201,
+    errors=(400, 404, 409),
+)
+def add_codec_type(body: m.CodecType) -> None:
+    registry_service().add_codec_type(g.namespace, g.group, body.to_domain())

@@ -1,398 +1,214 @@
-"""The OpenAPI 3.1 document of the REST API. Its component schemas are also what
-request bodies are validated against, so the document cannot drift from the checks."""
+"""The OpenAPI 3.1 document of the whole REST API, generated from the application's routes.
+
+Every route of the app's URL map is looked up in the declarations its view was mounted with
+(operations.py), or, for the service endpoints the application shell mounts itself, in
+SERVICE_OPERATIONS; the schemas come from the wire models through pydantic. A route without a
+declaration is left out, which the tests catch. (Why a builder of our own rather than spectree or
+flask-openapi3: docs/decisions.md.)
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Annotated, Any
 
-from registry.formats import FORMAT_NAMES
-from registry.model import POLICIES
+from flask import Flask, current_app
+from pydantic import BaseModel, Field, TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, models_json_schema
+from werkzeug.routing import Rule
 
-#: Names of groups and namespaces: letters, digits, ``_``, ``-`` and ``.`` (not first).
-NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$"
+from registry.api import models as m
+from registry.api.operations import Operation, declared
+from registry.api.wire import Int32, Name
 
-_components: dict[str, dict[str, Any]] = {}
+REF_TEMPLATE = "#/components/schemas/{model}"
 
+#: A path segment is never empty: werkzeug would merge the slashes around it and redirect.
+_SEGMENT = Annotated[str, Field(min_length=1)]
+#: Path variables of the Flask rules, by converter and name: the name the document gives each,
+#: and its type. Others are named as in the rule and typed by their converter (Operation.path
+#: declares them otherwise).
+PATH_PARAMETERS: dict[tuple[str, str], tuple[str, Any]] = {
+    ("default", "namespace"): ("namespace", Name),
+    ("default", "group"): ("groupName", Name),
+    ("int", "schema_id"): ("schemaId", Int32),
+    ("default", "fmt"): ("serializationFormat", m.FormatName),
+    ("path", "type_name"): ("type", _SEGMENT),
+    ("int", "version"): ("version", Int32),
+    ("int", "encoding_id"): ("encodingId", Int32),
+    ("default", "scope"): ("scopeName", Name),
+    ("default", "stream"): ("streamName", Name),
+    ("default", "table"): ("tableName", Name),
+}
+_BY_CONVERTER: dict[str, Any] = {"int": Annotated[int, Field(ge=0)], "default": _SEGMENT, "path": _SEGMENT}
 
-def ref(name: str) -> dict[str, Any]:
-    """A reference to a component schema."""
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    """``schema`` or null."""
-    # Java clients send absent optional fields as null, so null means absent.
-    return {"anyOf": [schema, {"type": "null"}]}
-
-
-def obj(required: list[str], **properties: dict[str, Any]) -> dict[str, Any]:
-    """A closed object schema (unknown properties are errors)."""
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def component(name: str, schema: dict[str, Any]) -> None:
-    """Add (or replace) a component schema; catalog_api adds its own through this."""
-    _components[name] = schema
-
-
-_string_map = {"type": "object", "additionalProperties": {"type": "string"}}
-component("Name", {"type": "string", "pattern": NAME_PATTERN})
-component("StringMap", _string_map)
-component(
-    "SerializationFormat",
-    obj(
-        ["serializationFormat"],
-        serializationFormat={"type": "string", "enum": list(FORMAT_NAMES)},
-        fullTypeName=nullable({"type": "string", "maxLength": 255}),
+#: The endpoints of the application shell (not mounted through operations.py), by rule and method.
+SERVICE_OPERATIONS: dict[tuple[str, str], Operation] = {
+    ("/ping", "get"): Operation("ping", "Liveness check", response=m.Status, errors=()),
+    ("/v1/openapi.json", "get"): Operation("openapi", "This document", response=m.OpenApiDocument, errors=()),
+    ("/health/live", "get"): Operation("live", "The process answers", response=m.Status, errors=()),
+    ("/health/ready", "get"): Operation(
+        "ready", "Database reachable and migrated (503 if not)", response=m.Readiness, also=(503,), errors=()
     ),
-)
-component(
-    "VersionInfo",
-    obj(
-        ["type", "version", "id"],
-        type={"type": "string", "maxLength": 1024},
-        version={"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
-        id={"type": "integer", "minimum": 0, "maximum": 2**31 - 1},
+    ("/metrics", "get"): Operation(
+        "metrics", "Prometheus metrics", response={"type": "string"}, media_type="text/plain", errors=()
     ),
-)
-_rule = obj(["name"], name={"type": "string"}, versionInfo=nullable(ref("VersionInfo")))
-component(
-    "BackwardAndForward",
-    obj(
-        [],
-        backwardPolicy=nullable(obj(["backwardPolicy"], backwardPolicy=_rule)),
-        forwardPolicy=nullable(obj(["forwardPolicy"], forwardPolicy=_rule)),
-    ),
-)
-component(
-    "Compatibility",
-    obj(
-        ["policy"],
-        policy={"type": "string", "enum": list(POLICIES)},
-        advanced=nullable(ref("BackwardAndForward")),
-    ),
-)
-component(
-    "GroupProperties",
-    obj(
-        ["serializationFormat", "compatibility"],
-        serializationFormat=ref("SerializationFormat"),
-        compatibility=ref("Compatibility"),
-        allowMultipleTypes=nullable({"type": "boolean"}),
-        properties=nullable(ref("StringMap")),
-    ),
-)
-component(
-    "CreateGroupRequest",
-    obj(["groupName", "groupProperties"], groupName=ref("Name"), groupProperties=ref("GroupProperties")),
-)
-component(
-    "SchemaInfo",
-    obj(
-        ["type", "serializationFormat", "schemaData"],
-        type={"type": "string", "maxLength": 1024},
-        serializationFormat=ref("SerializationFormat"),
-        schemaData={"type": "string", "description": "base64 of the schema bytes"},
-        properties=nullable(ref("StringMap")),
-    ),
-)
-component(
-    "UpdateCompatibilityRequest",
-    obj(
-        ["compatibility"],
-        compatibility=ref("Compatibility"),
-        previousCompatibility=nullable(ref("Compatibility")),
-    ),
-)
-component(
-    "ValidateRequest",
-    obj(["schemaInfo"], schemaInfo=ref("SchemaInfo"), compatibility=nullable(ref("Compatibility"))),
-)
-component(
-    "GetEncodingIdRequest",
-    obj(["versionInfo", "codecType"], versionInfo=ref("VersionInfo"), codecType={"type": "string"}),
-)
-component(
-    "CodecType",
-    obj(["name"], name={"type": "string", "maxLength": 255}, properties=nullable(ref("StringMap"))),
-)
-component("EncodingId", obj(["encodingId"], encodingId={"type": "integer"}))
-component(
-    "EncodingInfo",
-    obj(
-        ["schemaInfo", "versionInfo", "codecType"],
-        schemaInfo=ref("SchemaInfo"),
-        versionInfo=ref("VersionInfo"),
-        codecType=ref("CodecType"),
-    ),
-)
-component(
-    "ListGroupsResponse",
-    obj(
-        ["groups", "continuationToken"],
-        groups={"type": "object", "additionalProperties": ref("GroupProperties")},
-        continuationToken={"type": "string"},
-    ),
-)
-component(
-    "SchemaWithVersion",
-    obj(["schemaInfo", "versionInfo"], schemaInfo=ref("SchemaInfo"), versionInfo=ref("VersionInfo")),
-)
-component("SchemaVersionsList", obj(["schemas"], schemas={"type": "array", "items": ref("SchemaWithVersion")}))
-component("CodecTypes", obj(["codecTypes"], codecTypes={"type": "array", "items": ref("CodecType")}))
-component("Reason", obj(["path", "message"], path={"type": "string"}, message={"type": "string"}))
-_reasons = {"type": "array", "items": ref("Reason")}
-component("Valid", obj(["valid"], valid={"type": "boolean"}, reasons=_reasons))
-component("CanRead", obj(["compatible"], compatible={"type": "boolean"}, reasons=_reasons))
-component(
-    "GroupHistoryRecord",
-    obj(
-        ["schemaInfo", "versionInfo", "compatibility", "timestamp"],
-        schemaInfo=ref("SchemaInfo"),
-        versionInfo=ref("VersionInfo"),
-        compatibility=ref("Compatibility"),
-        timestamp={"type": "integer"},
-        schemaString={"type": "string"},
-        deleted={"type": "boolean"},
-    ),
-)
-component("GroupHistory", obj(["history"], history={"type": "array", "items": ref("GroupHistoryRecord")}))
-component("AddedTo", obj(["groups"], groups={"type": "object", "additionalProperties": ref("VersionInfo")}))
-component(
-    "Error",
-    obj(
-        ["error"],
-        error=obj(["code", "message"], code={"type": "string"}, message={"type": "string"}, reasons=_reasons),
-    ),
-)
+}
 
-_paths: dict[str, dict[str, Any]] = {}
+_INFO = {
+    "title": "Streamcat",
+    "version": "1",
+    "description": "Schema registry (Pravega Schema Registry API) and stream catalog.",
+}
+_VARIABLE = re.compile(r"<(?:(\w+)(?:\([^)]*\))?:)?(\w+)>")
+_CACHE_KEY = "streamcat.openapi"
 
 
-def param(name: str, where: str, schema: dict[str, Any], required: bool | None = None) -> dict[str, Any]:
-    """An operation parameter."""
-    return {"name": name, "in": where, "required": where == "path" if required is None else required, "schema": schema}
+class _Schemas(GenerateJsonSchema):
+    """pydantic's generator, without a title on every property (the names say it already)."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
 
 
-_NS = param("namespace", "query", {"type": "string"})
-_GROUP = param("groupName", "path", ref("Name"))
+def _argument(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of a query argument's value, from its field's schema."""
+    # A query argument is text or absent, never null: ``X | None`` fields publish as X.
+    branches = [b for b in schema.pop("anyOf", []) if b != {"type": "null"}]
+    if len(branches) == 1:
+        schema.update(branches[0])
+    elif branches:
+        schema["anyOf"] = branches
+    schema.pop("default", None)
+    # An empty value means absent (``?namespace=``), so a pattern admits it too; the parameter
+    # says allowEmptyValue, which is what covers the arguments that are not strings.
+    pattern = schema.get("pattern")
+    if pattern is not None and pattern.startswith("^") and pattern.endswith("$"):
+        schema["pattern"] = f"^(?:{pattern[1:-1]})?$"
+    return schema
 
 
-def operation(
-    path: str,
-    method: str,
-    op_id: str,
-    summary: str,
-    *,
-    params: list[dict[str, Any]] | None = None,
-    body: str | None = None,
-    ok: tuple[int, str | None] = (200, None),
-    errors: tuple[int, ...] = (400, 404),
-) -> None:
-    """Describe one route; catalog_api adds its routes through this too."""
-    code, schema = ok
-    responses: dict[str, Any] = {str(code): {"description": "success"}}
-    if schema:
-        responses[str(code)]["content"] = {"application/json": {"schema": ref(schema)}}
-    for err in errors:
-        responses[str(err)] = {"description": "error", "content": {"application/json": {"schema": ref("Error")}}}
-    op: dict[str, Any] = {"operationId": op_id, "summary": summary, "parameters": params or [], "responses": responses}
-    if body:
-        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(body)}}}
-    _paths.setdefault(path, {})[method] = op
+def _operations(app: Flask) -> list[tuple[Rule, str, Operation]]:
+    found = []
+    for rule in sorted(app.url_map.iter_rules(), key=lambda r: (r.rule, r.endpoint)):
+        view = app.view_functions.get(rule.endpoint)
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            op = (declared(view) if view is not None else None) or SERVICE_OPERATIONS.get((rule.rule, method.lower()))
+            if op is not None:
+                found.append((rule, method.lower(), op))
+    return found
 
 
-def _group_operation(suffix: str, method: str, op_id: str, summary: str, **kwargs: Any) -> None:
-    extra = kwargs.pop("params", [])
-    operation(f"/v1/groups/{{groupName}}{suffix}", method, op_id, summary, params=[_GROUP, _NS, *extra], **kwargs)
-    ns_path = param("namespace", "path", ref("Name"))
-    operation(
-        f"/v1/namespace/{{namespace}}/groups/{{groupName}}{suffix}",
-        method,
-        f"{op_id}InNamespace",
-        summary,
-        params=[ns_path, _GROUP, *extra],
-        **kwargs,
-    )
+def _path_variable(op: Operation, converter: str, variable: str) -> tuple[str, Any]:
+    converter = converter or "default"
+    declared_here = op.path.get(variable)
+    if declared_here is not None:
+        return declared_here
+    return PATH_PARAMETERS.get((converter, variable)) or (variable, _BY_CONVERTER.get(converter, _SEGMENT))
 
 
-def _describe_registry() -> None:
-    operation("/ping", "get", "ping", "Liveness check", errors=())
-    operation("/v1/openapi.json", "get", "openapi", "This document", errors=())
-    operation("/health/live", "get", "live", "The process answers", errors=())
-    operation("/health/ready", "get", "ready", "Database reachable and migrated (503 if not)", errors=())
-    operation("/metrics", "get", "metrics", "Prometheus metrics", errors=())
-    list_params = [
-        param("continuationToken", "query", {"type": "string"}),
-        param("limit", "query", {"type": "integer", "minimum": 1}),
-    ]
-    for prefix, params in (
-        ("/v1/groups", [_NS]),
-        ("/v1/namespace/{namespace}/groups", [param("namespace", "path", ref("Name"))]),
-    ):
-        suffix = "InNamespace" if "namespace}" in prefix else ""
-        operation(
-            prefix,
-            "get",
-            f"listGroups{suffix}",
-            "List groups",
-            params=[*params, *list_params],
-            ok=(200, "ListGroupsResponse"),
-            errors=(400,),
+def _path_parameters(rule: Rule, op: Operation) -> tuple[str, list[dict[str, Any]]]:
+    parameters = []
+    for converter, variable in _VARIABLE.findall(rule.rule):
+        name, annotation = _path_variable(op, converter, variable)
+        schema = TypeAdapter(annotation).json_schema(schema_generator=_Schemas)
+        parameters.append({"name": name, "in": "path", "required": True, "schema": schema})
+    path = _VARIABLE.sub(lambda match: "{" + _path_variable(op, match.group(1), match.group(2))[0] + "}", rule.rule)
+    return path, parameters
+
+
+def _query_parameters(query: type[BaseModel] | None, in_path: set[str]) -> list[dict[str, Any]]:
+    if query is None:
+        return []
+    schema = query.model_json_schema(ref_template=REF_TEMPLATE, schema_generator=_Schemas)
+    required = set(schema.get("required", []))
+    parameters = []
+    for name, argument in schema["properties"].items():
+        if name in in_path:
+            continue
+        parameters.append(
+            {
+                "name": name,
+                "in": "query",
+                "required": name in required,
+                "allowEmptyValue": True,
+                "schema": _argument(argument),
+            }
         )
-        operation(
-            prefix,
-            "post",
-            f"createGroup{suffix}",
-            "Create a group",
-            params=params,
-            body="CreateGroupRequest",
-            ok=(201, None),
-            errors=(400, 409),
-        )
-    _group_operation("", "get", "getGroupProperties", "Group properties", ok=(200, "GroupProperties"))
-    _group_operation("", "delete", "deleteGroup", "Delete a group", ok=(204, None))
-    _group_operation("/history", "get", "getGroupHistory", "Schemas added, in order", ok=(200, "GroupHistory"))
-    _group_operation(
-        "/compatibility",
-        "put",
-        "updateCompatibility",
-        "Change the policy (compare-and-set)",
-        body="UpdateCompatibilityRequest",
-        ok=(200, "GroupProperties"),
-        errors=(400, 404, 409),
-    )
-    type_param = param("type", "query", {"type": "string"}, required=False)
-    _group_operation(
-        "/schemas", "get", "getSchemas", "Latest schema per type", params=[type_param], ok=(200, "SchemaVersionsList")
-    )
-    _group_operation(
-        "/schemas",
-        "post",
-        "addSchema",
-        "Add a schema",
-        body="SchemaInfo",
-        ok=(201, "VersionInfo"),
-        errors=(400, 404, 409, 417),
-    )
-    _group_operation(
-        "/schemas/versions",
-        "get",
-        "getSchemaVersions",
-        "All live versions",
-        params=[type_param],
-        ok=(200, "SchemaVersionsList"),
-    )
-    _group_operation(
-        "/schemas/versions/find",
-        "post",
-        "getSchemaVersion",
-        "Version of a schema",
-        body="SchemaInfo",
-        ok=(200, "VersionInfo"),
-        errors=(400, 404, 417),
-    )
-    _group_operation(
-        "/schemas/versions/validate",
-        "post",
-        "validate",
-        "Would the schema be accepted",
-        body="ValidateRequest",
-        ok=(200, "Valid"),
-        errors=(400, 404, 417),
-    )
-    _group_operation(
-        "/schemas/versions/canRead",
-        "post",
-        "canRead",
-        "Can the schema read all data",
-        body="SchemaInfo",
-        ok=(200, "CanRead"),
-        errors=(400, 404, 417),
-    )
-    id_param = param("schemaId", "path", {"type": "integer"})
-    _group_operation(
-        "/schemas/schema/{schemaId}", "get", "getSchemaForId", "Schema by id", params=[id_param], ok=(200, "SchemaInfo")
-    )
-    _group_operation(
-        "/schemas/schema/{schemaId}",
-        "delete",
-        "deleteSchemaForId",
-        "Soft-delete by id",
-        params=[id_param],
-        ok=(204, None),
-    )
-    version_params = [
-        param("serializationFormat", "path", {"type": "string", "enum": list(FORMAT_NAMES)}),
-        param("type", "path", {"type": "string"}),
-        param("version", "path", {"type": "integer"}),
-    ]
-    by_version = "/schemas/format/{serializationFormat}/type/{type}/versions/{version}"
-    _group_operation(
-        by_version, "get", "getSchemaFromVersion", "Schema by version", params=version_params, ok=(200, "SchemaInfo")
-    )
-    _group_operation(
-        by_version, "delete", "deleteSchemaVersion", "Soft-delete by version", params=version_params, ok=(204, None)
-    )
-    _group_operation(
-        "/encodings",
-        "put",
-        "getEncodingId",
-        "Get or create an encoding id",
-        body="GetEncodingIdRequest",
-        ok=(200, "EncodingId"),
-        errors=(400, 404, 412),
-    )
-    _group_operation(
-        "/encodings/{encodingId}",
-        "get",
-        "getEncodingInfo",
-        "What an encoding id stands for",
-        params=[param("encodingId", "path", {"type": "integer"})],
-        ok=(200, "EncodingInfo"),
-    )
-    _group_operation("/codecTypes", "get", "getCodecTypesList", "Codec types", ok=(200, "CodecTypes"))
-    _group_operation(
-        "/codecTypes",
-        "post",
-        "addCodecType",
-        "Register a codec type",
-        body="CodecType",
-        ok=(201, None),
-        errors=(400, 404, 409),
-    )
-    for prefix, params in (
-        ("/v1/schemas/addedTo", [_NS]),
-        ("/v1/namespace/{namespace}/schemas/addedTo", [param("namespace", "path", ref("Name"))]),
-    ):
-        operation(
-            prefix,
-            "post",
-            "getSchemaReferences" + ("InNamespace" if "namespace}" in prefix else ""),
-            "Groups that hold a schema",
-            params=params,
-            body="SchemaInfo",
-            ok=(200, "AddedTo"),
-        )
+    return parameters
 
 
-_describe_registry()
+#: The ``$ref`` of each (model, mode) in the components.
+Refs = Mapping[tuple[Any, JsonSchemaMode], dict[str, Any]]
 
 
-def document() -> dict[str, Any]:
-    """The whole OpenAPI document."""
+def _content(response: type[BaseModel] | dict[str, Any], media_type: str, refs: Refs) -> dict[str, Any]:
+    schema = response if isinstance(response, dict) else refs[(response, "serialization")]
+    return {media_type: {"schema": schema}}
+
+
+def _operation(rule: Rule, op: Operation, refs: Refs) -> tuple[str, dict[str, Any]]:
+    path, parameters = _path_parameters(rule, op)
+    parameters += _query_parameters(op.query, set(rule.arguments))
+    in_namespace = "namespace" in rule.arguments
+    responses: dict[str, Any] = {}
+    for status in (op.status, *op.also):
+        responses[str(status)] = {"description": HTTPStatus(status).phrase}
+        if op.response is not None:
+            responses[str(status)]["content"] = _content(op.response, op.media_type, refs)
+    errors = sorted({*op.errors, *((413,) if op.body is not None else ())})
+    error = refs[(op.error_model or m.Error, "serialization")]
+    # An API answers its errors in the JSON flavour of its answers (Confluent's has its own).
+    error_type = op.media_type if "json" in op.media_type else "application/json"
+    for status in errors:
+        responses[str(status)] = {
+            "description": HTTPStatus(status).phrase,
+            "content": {error_type: {"schema": error}},
+        }
+    described: dict[str, Any] = {
+        "operationId": op.operation_id + ("InNamespace" if in_namespace else ""),
+        "summary": op.summary,
+        "parameters": parameters,
+        "responses": responses,
+    }
+    if op.body is not None:
+        described["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": refs[(op.body, "validation")]}},
+        }
+    return path, described
+
+
+def build(app: Flask) -> dict[str, Any]:
+    """The document of ``app``'s routes (uncached; :func:`document` caches it)."""
+    operations = _operations(app)
+    wanted: dict[tuple[type[BaseModel], JsonSchemaMode], None] = {(m.Error, "serialization"): None}
+    for _rule, _method, op in operations:
+        if op.body is not None:
+            wanted[(op.body, "validation")] = None
+        if isinstance(op.response, type):
+            wanted[(op.response, "serialization")] = None
+        if op.error_model is not None:
+            wanted[(op.error_model, "serialization")] = None
+    refs, definitions = models_json_schema(list(wanted), ref_template=REF_TEMPLATE, schema_generator=_Schemas)
+    paths: dict[str, dict[str, Any]] = {}
+    for rule, method, op in operations:
+        path, described = _operation(rule, op, refs)
+        paths.setdefault(path, {})[method] = described
     return {
         "openapi": "3.1.0",
-        "info": {
-            "title": "Streamcat",
-            "version": "1",
-            "description": "Schema registry (Pravega Schema Registry API) and stream catalog.",
-        },
-        "paths": _paths,
-        "components": {"schemas": _components},
+        "info": dict(_INFO),
+        "paths": paths,
+        "components": {"schemas": definitions.get("$defs", {})},
     }
 
 
-def component_schemas() -> dict[str, dict[str, Any]]:
-    """The component schemas, for validating request bodies."""
-    return _components
+def document(app: Flask | None = None) -> dict[str, Any]:
+    """The OpenAPI document of ``app`` (the current app by default), built once per app."""
+    target: Flask = app if app is not None else current_app._get_current_object()  # type: ignore[attr-defined]
+    cached = target.extensions.get(_CACHE_KEY)
+    if cached is None:
+        cached = target.extensions[_CACHE_KEY] = build(target)
+    return dict(cached)

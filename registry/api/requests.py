@@ -1,16 +1,15 @@
-"""Reading requests: JSON bodies checked against the OpenAPI components, names, numbers."""
+"""Reading requests: JSON bodies and query strings into wire models, and names from paths."""
 
 from __future__ import annotations
 
 import re
-from functools import cache
 from typing import Any
 
-import jsonschema
 from flask import request
-from jsonschema.exceptions import ValidationError
+from pydantic import ValidationError
 
-from registry.api.openapi import NAME_PATTERN, component_schemas
+from registry.api.validation import M, message_of, parse_json
+from registry.api.wire import NAME_PATTERN
 from registry.errors import BadRequest
 from registry.ids import Namespace
 from registry.limits import MAX_DEPTH, check_text
@@ -18,18 +17,8 @@ from registry.limits import MAX_DEPTH, check_text
 _NAME = re.compile(NAME_PATTERN)
 
 
-@cache
-def _validator(component: str) -> jsonschema.Draft202012Validator:
-    schema = {"$ref": f"#/components/schemas/{component}", "components": {"schemas": component_schemas()}}
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _where(error: ValidationError) -> str:
-    return "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-
-
-def json_body(component: str) -> dict[str, Any]:
-    """The request's JSON body, valid under the named OpenAPI component, or BadRequest."""
+def json_body(model: type[M]) -> M:
+    """The request's JSON body as ``model``, or BadRequest."""
     if not request.is_json:
         raise BadRequest("the request body must be JSON (Content-Type: application/json)")
     try:
@@ -39,10 +28,20 @@ def json_body(component: str) -> dict[str, Any]:
     if body is None:
         raise BadRequest("the request body is not valid JSON (or is null)")
     check_text(body)
-    error = jsonschema.exceptions.best_match(_validator(component).iter_errors(body))
-    if error is not None:
-        raise BadRequest(f"invalid {component} at {_where(error)}: {error.message}")
-    return dict(body)
+    return parse_json(model, body)
+
+
+def query_args(model: type[M]) -> M:
+    """The query string as ``model``. Empty values count as absent, and arguments the route's
+    path names (the namespace of ``/v1/namespace/{ns}/...``) are the path's, not the query's."""
+    in_path = request.url_rule.arguments if request.url_rule is not None else set()
+    args = {k: v for k, v in request.args.items() if v != "" and k not in in_path}
+    try:
+        return model.model_validate(args, by_name=False)
+    except ValidationError as e:
+        first = e.errors(include_url=False)[0]
+        where = f"query argument {first['loc'][0]}" if first["loc"] else "query"
+        raise BadRequest(f"invalid {where}: {message_of(first)}") from None
 
 
 def check_name(value: str, what: str) -> str:
@@ -57,17 +56,3 @@ def namespace_of(view_args: dict[str, Any] | None) -> Namespace:
     from_path = (view_args or {}).get("namespace")
     value = from_path if from_path is not None else request.args.get("namespace", "")
     return Namespace(check_name(value, "namespace") if value else "")
-
-
-def int_arg(name: str, default: int, low: int, high: int) -> int:
-    """An integer query argument within bounds."""
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"query argument {name} must be an integer, not {raw!r}") from None
-    if not low <= value <= high:
-        raise BadRequest(f"query argument {name} must be between {low} and {high}, not {value}")
-    return value

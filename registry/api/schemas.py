@@ -4,17 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint
+from flask import Blueprint, g
 
-from registry.api import registry_service
-from registry.api.requests import json_body, namespace_of
-from registry.model import SchemaInfo
+from registry.api import models as m
+from registry.api.context import registry_service
+from registry.api.operations import operation
+from registry.api.requests import namespace_of
 
 bp = Blueprint("schemas", __name__)
 
 
-@bp.post("/addedTo")
-def added_to(namespace: str | None = None) -> Any:
-    info = SchemaInfo.from_json(json_body("SchemaInfo"))
-    groups = registry_service().added_to(namespace_of({"namespace": namespace} if namespace else None), info)
-    return {"groups": {name: version.to_json() for name, version in groups.items()}}
+@bp.url_value_preprocessor
+def _pull_namespace(_endpoint: str | None, values: dict[str, Any] | None) -> None:
+    g.namespace = namespace_of(values)
+    if values is not None:
+        values.pop("namespace", None)
+
+
+@operation(
+    bp,
+    "POST",
+    "/addedTo",
+    "getSchemaReferences",
+    "Groups that hold a schema",
+    query=m.NamespaceQuery,
+    body=m.SchemaInfo,
+    response=m.AddedTo,
+)
+def added_to(body: m.SchemaInfo) -> m.AddedTo:
+    groups = registry_service().added_to(g.namespace, body.to_domain())
+    return m.AddedTo(groups={name: m.VersionInfo.of(version) for name, version in groups.items()})

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import avro.errors
+import avro.name
 import avro.schema
 import fastavro
 from fastavro.schema import SchemaParseException, UnknownType
 
 from registry.errors import InvalidSchema
 from registry.formats.avro_compat import check_avro
-from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
+from registry.formats.base import Incompatibility, ParsedSchema, Reference, SchemaFormat
 from registry.limits import check_text, reject_constant
 
 # Logical types avro 1.12 does not know (local-timestamp-*, ...) are valid Avro: the schema
@@ -91,6 +93,36 @@ def _without_logical_types(node: Any) -> Any:
     return node
 
 
+_AVRO_ERRORS = (avro.errors.AvroException, SchemaParseException, UnknownType, TypeError, ValueError,
+                AttributeError, KeyError)
+
+
+def _referenced_names(references: Sequence[Reference]) -> tuple[avro.name.Names, dict[str, Any]]:
+    """The named types the referenced schemas define, for the avro package and for fastavro.
+
+    Each referenced schema is parsed on its own (it is self-contained); two of them may define
+    the same type (both resolved it from a common reference), which is fine when they agree.
+    """
+    names = avro.name.Names()
+    named: dict[str, Any] = {}
+    for reference in references:
+        try:
+            document = json.loads(reference.data)
+            own = avro.name.Names()
+            avro.schema.make_avsc_object(document, own)
+            own_named: dict[str, Any] = {}
+            fastavro.parse_schema(_without_logical_types(document), named_schemas=own_named, _write_hint=False)
+        except (json.JSONDecodeError, RecursionError, *_AVRO_ERRORS) as e:
+            raise InvalidSchema(f"referenced schema {reference.name!r} is not a valid Avro schema: {e}") from None
+        for fullname, defined in own.names.items():
+            known = names.names.get(fullname)
+            if known is not None and known.to_json() != defined.to_json():
+                raise InvalidSchema(f"references define Avro type {fullname!r} twice, differently")
+            names.names[fullname] = defined
+        named.update(own_named)
+    return names, named
+
+
 def type_name_of(schema: avro.schema.Schema) -> str:
     """The Pravega type of an Avro schema: a named type's full name, else its type."""
     fullname = getattr(schema, "fullname", None)
@@ -102,29 +134,32 @@ class AvroFormat(SchemaFormat):
 
     name = "Avro"
 
-    def parse(self, data: bytes, type_name: str) -> ParsedSchema:
+    def parse(self, data: bytes, type_name: str, references: Sequence[Reference] | None = None) -> ParsedSchema:
         try:
             text = data.decode("utf-8")
             document = json.loads(text, parse_constant=reject_constant)
             check_text(document, error=InvalidSchema, allow_nul=True)
-            schema = avro.schema.parse(text)
+            names, named = _referenced_names(references or ())
+            schema = avro.schema.make_avsc_object(document, names)
             # The avro package does not check field defaults against their types; fastavro does.
             # Logical types go: the spec makes an invalid one plain, fastavro refuses it.
-            fastavro.parse_schema(_without_logical_types(document), _write_hint=False)
+            fastavro.parse_schema(_without_logical_types(document), named_schemas=named, _write_hint=False)
         except UnicodeDecodeError as e:
             raise InvalidSchema(f"Avro schema is not UTF-8 text: {e}") from None
         except json.JSONDecodeError as e:
             raise InvalidSchema(f"Avro schema is not valid JSON: {e}") from None
         except RecursionError:
             raise InvalidSchema("Avro schema nests too deeply") from None
-        except (avro.errors.AvroException, SchemaParseException, UnknownType, TypeError, ValueError,
-                AttributeError, KeyError) as e:
+        except _AVRO_ERRORS as e:
             raise InvalidSchema(f"invalid Avro schema: {e}") from None
         derived = type_name_of(schema)
         if type_name and type_name != derived:
             raise InvalidSchema(
                 f"type {type_name!r} does not match the Avro schema, whose full name is {derived!r}"
             )
+        if references:
+            # Stored self-contained: every referenced type written out where it is first used.
+            data = json.dumps(schema.to_json(), separators=(",", ":")).encode()
         return ParsedSchema(self.name, derived, data, _normalized(schema), schema, RecordSummary.of(schema))
 
     def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +51,21 @@ class ParsedSchema:
         return hashlib.sha256(self.canonical).hexdigest()
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A schema that another one uses by name (Confluent's schema references).
+
+    ``name`` is how the referring schema names it: the import path of a Protobuf file, the URI of
+    a JSON Schema ``$ref``, the full name of an Avro type. ``data`` and ``type_name`` are the
+    referenced schema as the registry stores it, which is self-contained (its own references
+    already resolved into it), so references never need resolving more than one level deep.
+    """
+
+    name: str
+    data: bytes
+    type_name: str = ""
+
+
 class SchemaFormat(ABC):
     """One serialization format: how to parse its schemas and compare two of them."""
 
@@ -59,11 +75,17 @@ class SchemaFormat(ABC):
     checks_compatibility: bool = True
 
     @abstractmethod
-    def parse(self, data: bytes, type_name: str) -> ParsedSchema:
+    def parse(self, data: bytes, type_name: str, references: Sequence[Reference] | None = None) -> ParsedSchema:
         """Validate ``data`` as a schema of this format describing ``type_name``.
 
         ``type_name`` may be empty when the format can derive it (Avro's full name).
         Raises :class:`registry.errors.InvalidSchema` naming the problem.
+
+        ``references`` None: ``data`` is self-contained, as the Pravega API takes schemas. A
+        sequence (even empty): ``data`` is a schema as the Confluent API takes it, which may use
+        the referenced schemas by name and whose type is derived when ``type_name`` is empty.
+        The result's ``data`` is then self-contained (what the registry stores: the referenced
+        schemas resolved into it), so parsing it again needs no references.
         """
 
     @abstractmethod

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from registry.errors import InvalidSchema
-from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
+from registry.formats.base import Incompatibility, ParsedSchema, Reference, SchemaFormat
 
 
 class OpaqueFormat(SchemaFormat):
@@ -14,7 +16,9 @@ class OpaqueFormat(SchemaFormat):
     def __init__(self, name: str) -> None:
         self.name = name
 
-    def parse(self, data: bytes, type_name: str) -> ParsedSchema:
+    def parse(self, data: bytes, type_name: str, references: Sequence[Reference] | None = None) -> ParsedSchema:
+        if references:
+            raise InvalidSchema(f"{self.name} schemas cannot have references")
         if not type_name:
             raise InvalidSchema(f"{self.name} schemas need a type name")
         return ParsedSchema(self.name, type_name, data, data, data)

@@ -10,6 +10,8 @@ import re
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from google.protobuf import descriptor_pb2, json_format
 from google.protobuf.message import DecodeError
 
 from registry.errors import InvalidSchema
-from registry.formats.base import Incompatibility, ParsedSchema, SchemaFormat
+from registry.formats.base import Incompatibility, ParsedSchema, Reference, SchemaFormat
 from registry.formats.protobuf_compat import DescriptorSetError, check_protobuf, load_descriptor_set
 
 _PROTO_TEXT = re.compile(
@@ -33,6 +35,15 @@ _RUN_PROTOC = (
 )
 
 
+#: The file name a compiled schema's own file gets (its imports keep the names they are imported by).
+MAIN_FILE = "schema.proto"
+
+
+def is_proto_text(data: bytes) -> bool:
+    """Whether ``data`` looks like ``.proto`` source (rather than a serialized descriptor)."""
+    return _PROTO_TEXT.match(data) is not None
+
+
 def compile_proto(text: bytes) -> descriptor_pb2.FileDescriptorSet:
     """Compile one ``.proto`` file with protoc into a FileDescriptorSet (imports included)."""
     return descriptor_pb2.FileDescriptorSet.FromString(_compiled(text))
@@ -42,20 +53,62 @@ def compile_proto(text: bytes) -> descriptor_pb2.FileDescriptorSet:
 def _compiled(text: bytes) -> bytes:
     # protoc runs in a child process (~0.1 s); the same text always compiles the same.
     with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
-        source = Path(tmp) / "schema.proto"
+        source = Path(tmp) / MAIN_FILE
         source.write_bytes(text)
         out = Path(tmp) / "out.desc"
-        # A child process: protoc reports on stderr, which a threaded server cannot
-        # borrow, and a protoc crash must not take the server down.
         args = ["protoc", f"-I{tmp}", f"-I{protoc_include_dir()}", "--include_imports",
                 f"--descriptor_set_out={out}", str(source)]
-        result = subprocess.run(
-            [sys.executable, "-c", _RUN_PROTOC, *args], capture_output=True, text=True, timeout=60, check=False
+        return _run_protoc(args, out, tmp)
+
+
+def _run_protoc(args: list[str], out: Path, tmp: str) -> bytes:
+    # A child process: protoc reports on stderr, which a threaded server cannot
+    # borrow, and a protoc crash must not take the server down.
+    result = subprocess.run(
+        [sys.executable, "-c", _RUN_PROTOC, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    if result.returncode != 0:
+        message = result.stderr.strip().replace(f"{tmp}/", "")
+        raise InvalidSchema(f"invalid .proto: {message or 'protoc failed'}")
+    return out.read_bytes()
+
+
+def compile_with(source: bytes | descriptor_pb2.FileDescriptorProto,
+                 dependencies: descriptor_pb2.FileDescriptorSet) -> descriptor_pb2.FileDescriptorSet:
+    """Compile one file, given as ``.proto`` text or as a FileDescriptorProto, whose imports are
+    the files of ``dependencies`` or well-known (google/protobuf/*) files.
+
+    protoc builds the file either way, so text and descriptor forms of one schema give the same
+    descriptor set; the file itself comes last, named :data:`MAIN_FILE`.
+    """
+    if isinstance(source, bytes):
+        if not dependencies.file:
+            return compile_proto(source)
+        return descriptor_pb2.FileDescriptorSet.FromString(
+            _compiled_with(source, dependencies.SerializeToString(deterministic=True))
         )
-        if result.returncode != 0:
-            message = result.stderr.strip().replace(f"{tmp}/", "")
-            raise InvalidSchema(f"invalid .proto: {message or 'protoc failed'}")
-        return out.read_bytes()
+    main = descriptor_pb2.FileDescriptorProto()
+    main.CopyFrom(source)
+    main.name = MAIN_FILE
+    given = descriptor_pb2.FileDescriptorSet()
+    given.file.extend(dependencies.file)
+    given.file.append(main)
+    return descriptor_pb2.FileDescriptorSet.FromString(_compiled_with(b"", given.SerializeToString(deterministic=True)))
+
+
+@lru_cache(maxsize=256)
+def _compiled_with(text: bytes, descriptors: bytes) -> bytes:
+    with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
+        sources = Path(tmp) / "src"
+        sources.mkdir()
+        if text:
+            (sources / MAIN_FILE).write_bytes(text)
+        given = Path(tmp) / "in.desc"
+        given.write_bytes(descriptors)
+        out = Path(tmp) / "out.desc"
+        args = ["protoc", f"-I{sources}", f"-I{protoc_include_dir()}", f"--descriptor_set_in={given}",
+                "--include_imports", f"--descriptor_set_out={out}", MAIN_FILE]
+        return _run_protoc(args, out, tmp)
 
 
 def protoc_include_dir() -> str:
@@ -68,16 +121,89 @@ def protoc_include_dir() -> str:
 def message_names(fds: descriptor_pb2.FileDescriptorSet) -> set[str]:
     """Full names of every message, nested ones included, in the descriptor set."""
     names: set[str] = set()
+    for f in fds.file:
+        names |= _file_names(f)[0]
+    return names
 
-    def walk(prefix: str, messages: list[descriptor_pb2.DescriptorProto]) -> None:
-        for m in messages:
+
+def _file_names(file: descriptor_pb2.FileDescriptorProto) -> tuple[set[str], set[str]]:
+    """Full names of the messages and of the enums one file declares, nested ones included."""
+    messages: set[str] = set()
+    enums: set[str] = set()
+
+    def walk(prefix: str, declared: list[descriptor_pb2.DescriptorProto]) -> None:
+        for m in declared:
             full = f"{prefix}{m.name}"
-            names.add(full)
+            messages.add(full)
+            enums.update(f"{full}.{e.name}" for e in m.enum_type)
             walk(f"{full}.", list(m.nested_type))
 
-    for f in fds.file:
-        walk(f"{f.package}." if f.package else "", list(f.message_type))
-    return names
+    prefix = f"{file.package}." if file.package else ""
+    walk(prefix, list(file.message_type))
+    enums.update(f"{prefix}{e.name}" for e in file.enum_type)
+    return messages, enums
+
+
+def main_file(fds: descriptor_pb2.FileDescriptorSet, type_name: str) -> descriptor_pb2.FileDescriptorProto:
+    """The schema's own file in a descriptor set: the last one declaring ``type_name`` (the last
+    file when none does; protoc writes a file after everything it imports)."""
+    for file in reversed(fds.file):
+        messages, enums = _file_names(file)
+        if type_name in messages or type_name in enums:
+            return file
+    return fds.file[-1]
+
+
+def first_type(file: descriptor_pb2.FileDescriptorProto) -> str:
+    """The type a file stands for when none is named: its first message (Confluent's default
+    message), else its first enum; empty when it declares neither."""
+    prefix = f"{file.package}." if file.package else ""
+    if file.message_type:
+        return prefix + file.message_type[0].name
+    if file.enum_type:
+        return prefix + file.enum_type[0].name
+    return ""
+
+
+def dependencies_of(references: Sequence[Reference]) -> descriptor_pb2.FileDescriptorSet:
+    """The files that referenced schemas (stored descriptor sets) make importable, each
+    schema's own file named as it is referenced (its import path)."""
+    files: dict[str, descriptor_pb2.FileDescriptorProto] = {}
+    for reference in references:
+        if reference.name == MAIN_FILE:
+            raise InvalidSchema(f"a reference may not be called {MAIN_FILE!r} (the registry's name for the schema)")
+        referenced = descriptor_pb2.FileDescriptorSet()
+        try:
+            referenced.ParseFromString(reference.data)
+        except (DecodeError, RuntimeWarning) as e:
+            raise InvalidSchema(f"referenced schema {reference.name!r} is not a descriptor set: {e}") from None
+        if not referenced.file:
+            raise InvalidSchema(f"referenced schema {reference.name!r} holds no files")
+        own = main_file(referenced, reference.type_name)
+        for file in referenced.file:
+            named = descriptor_pb2.FileDescriptorProto()
+            named.CopyFrom(file)
+            if file is own:
+                named.name = reference.name
+            known = files.get(named.name)
+            if known is not None and known != named:
+                raise InvalidSchema(f"references bring two different files called {named.name!r}")
+            files[named.name] = named
+    return descriptor_pb2.FileDescriptorSet(file=list(files.values()))
+
+
+@dataclass(frozen=True)
+class WholeFile:
+    """Marks a schema parsed as the Confluent API takes it: the file is the schema, so every
+    message it declares is checked for compatibility, not only its type (first message)."""
+
+    file: str
+
+
+def _top_level(fds: descriptor_pb2.FileDescriptorSet, type_name: str) -> list[str]:
+    file = main_file(fds, type_name)
+    prefix = f"{file.package}." if file.package else ""
+    return [prefix + m.name for m in file.message_type]
 
 
 class ProtobufFormat(SchemaFormat):
@@ -85,8 +211,14 @@ class ProtobufFormat(SchemaFormat):
 
     name = "Protobuf"
 
-    def parse(self, data: bytes, type_name: str) -> ParsedSchema:
-        if _PROTO_TEXT.match(data):
+    def parse(self, data: bytes, type_name: str, references: Sequence[Reference] | None = None) -> ParsedSchema:
+        if references is not None:
+            fds = self._compile_file(data, references)
+            if not type_name:
+                type_name = first_type(fds.file[-1])
+                if not type_name:
+                    raise InvalidSchema("a Protobuf schema must declare a message or an enum")
+        elif _PROTO_TEXT.match(data):
             fds = compile_proto(data)
         else:
             fds = descriptor_pb2.FileDescriptorSet()
@@ -98,21 +230,46 @@ class ProtobufFormat(SchemaFormat):
                 ) from None
             if not fds.file:
                 raise InvalidSchema("Protobuf FileDescriptorSet holds no files")
-        names = message_names(fds)
         if not type_name:
             raise InvalidSchema("Protobuf schemas need a type: the full name of a message")
-        if type_name not in names:
-            known = ", ".join(sorted(names)) or "none"
+        messages = message_names(fds)
+        if type_name not in messages and not any(type_name in _file_names(f)[1] for f in fds.file):
+            known = ", ".join(sorted(messages)) or "none"
             raise InvalidSchema(f"message {type_name!r} is not in the Protobuf schema (messages: {known})")
         stored = fds.SerializeToString(deterministic=True)
         try:
             load_descriptor_set(stored)
         except DescriptorSetError as e:
             raise InvalidSchema(f"Protobuf descriptor set does not load: {e}") from None
-        return ParsedSchema(self.name, type_name, stored, type_name.encode() + b"\0" + stored, fds)
+        scope = WholeFile(main_file(fds, type_name).name) if references is not None else None
+        return ParsedSchema(self.name, type_name, stored, type_name.encode() + b"\0" + stored, fds, scope)
+
+    @staticmethod
+    def _compile_file(data: bytes, references: Sequence[Reference]) -> descriptor_pb2.FileDescriptorSet:
+        """One file as the Confluent API takes it (``.proto`` text, or a serialized
+        FileDescriptorProto), compiled with its references and the well-known types."""
+        dependencies = dependencies_of(references)
+        if _PROTO_TEXT.match(data):
+            return compile_with(data, dependencies)
+        file = descriptor_pb2.FileDescriptorProto()
+        try:
+            file.ParseFromString(data)
+        except (DecodeError, RuntimeWarning) as e:
+            raise InvalidSchema(f"Protobuf schema is neither .proto text nor a FileDescriptorProto: {e}") from None
+        return compile_with(file, dependencies)
 
     def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
-        return check_protobuf(reader.parsed, reader.type_name, writer.parsed, writer.type_name)
+        messages = message_names(reader.parsed)
+        if reader.type_name not in messages or writer.type_name not in message_names(writer.parsed):
+            # A file of enums only: its enums are checked in the messages of the files importing it.
+            return []
+        reasons = check_protobuf(reader.parsed, reader.type_name, writer.parsed, writer.type_name)
+        if isinstance(reader.summary, WholeFile) or isinstance(writer.summary, WholeFile):
+            others = set(_top_level(writer.parsed, writer.type_name)) - {reader.type_name, writer.type_name}
+            for name in _top_level(reader.parsed, reader.type_name):
+                if name in others:
+                    reasons += check_protobuf(reader.parsed, name, writer.parsed, name)
+        return reasons
 
     def describe(self, schema: ParsedSchema) -> str:
         return json_format.MessageToJson(schema.parsed, indent=None)

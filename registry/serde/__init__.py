@@ -6,6 +6,9 @@ record serialized under its schema and transformed by the codec::
     serializer = Serializer(client, "orders", schema, codec="application/x-zstd")
     event = serializer.serialize({"id": 1, "amount": 9.5})
     record = Deserializer(client, "orders").deserialize(event)
+
+Confluent framing (byte 0x00, the global schema id, for Protobuf the message indexes, then the
+record) is written by :class:`ConfluentSerializer` and read by the same Deserializer.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from registry.serde.codecs import (
     ZstdCodec,
     default_codecs,
 )
+from registry.serde.confluent import ConfluentSerializer, UnknownSchema
 from registry.serde.deserializer import Deserializer
 from registry.serde.errors import SerdeError, UnknownEncoding
 from registry.serde.serializer import Serializer
@@ -37,6 +41,7 @@ __all__ = [
     "ZSTD",
     "Codec",
     "CodecRegistry",
+    "ConfluentSerializer",
     "Deserializer",
     "GzipCodec",
     "NoCodec",
@@ -44,6 +49,7 @@ __all__ = [
     "Serializer",
     "SnappyFramedCodec",
     "UnknownEncoding",
+    "UnknownSchema",
     "ZstdCodec",
     "decode_header",
     "default_codecs",

@@ -13,14 +13,14 @@ import json
 from collections.abc import Callable
 from functools import cache
 from io import BytesIO
-from typing import Any
+from typing import Any, BinaryIO
 
 import fastavro
 from fastavro.validation import ValidationError
 from fastavro.validation import validate as validate_record
 
 from registry.formats.base import ParsedSchema
-from registry.serde.base import Decode, Encode, ReadOptions, RecordFormat
+from registry.serde.base import Append, Decode, Encode, ReadFrom, ReadOptions, RecordFormat
 from registry.serde.errors import SerdeError
 
 #: What fastavro's writer raises on a record that does not fit the schema.
@@ -83,6 +83,27 @@ def _internals() -> tuple[Callable[..., Any], Callable[..., Any]] | None:
     return write_data, _read_data
 
 
+@cache
+def _reads_in_place(read_data: Callable[..., Any]) -> bool:
+    """Whether fastavro's reader, started inside a larger stream, reads exactly one record and stops
+    at its end (no read-ahead): what decoding a chunk's events in place relies on."""
+    try:
+        one = BytesIO()
+        fastavro.schemaless_writer(one, fastavro.parse_schema(_PROBE_WRITER), _PROBE_RECORD)
+        record = one.getvalue()
+        stream = BytesIO(b"\xff\xff" + record + record + b"\xff")
+        named: dict[str, Any] = {"writer": {}, "reader": {}}
+        writer = fastavro.parse_schema(_PROBE_WRITER, named["writer"])
+        for start in (2, 2 + len(record)):
+            stream.seek(start)
+            got = read_data(stream, writer, named, None, _READ_OPTIONS)
+            if got != _PROBE_RECORD or stream.tell() != start + len(record):
+                return False
+    except Exception:  # any change in fastavro's internals means: decode each event on its own
+        return False
+    return True
+
+
 def _document(schema: ParsedSchema) -> Any:
     return json.loads(schema.data)
 
@@ -93,6 +114,32 @@ def _validation_message(error: ValidationError) -> str:
         expected = (e.schema.get("name") or e.schema.get("type")) if isinstance(e.schema, dict) else e.schema
         problems.append(f"{e.field or '$'}: {e.datum!r} is not a valid {expected}")
     return "; ".join(problems)
+
+
+def _appender(schema: ParsedSchema, prefix: bytes) -> Append | None:
+    """Appends ``prefix`` and a record to a buffer with fastavro's writer (None without its internals)."""
+    internals = _internals()
+    if internals is None:
+        return None
+    write_data = internals[0]
+    type_name = schema.type_name
+    named: dict[str, Any] = {}
+    parsed = fastavro.parse_schema(_document(schema), named)
+    options = _WRITE_OPTIONS
+
+    def append(out: bytearray, record: Any) -> None:
+        start = len(out)
+        out += prefix
+        try:
+            write_data(out, record, parsed, named, "", options)
+        except _WRITE_ERRORS as e:
+            del out[start:]
+            raise SerdeError(f"record does not fit Avro schema {type_name}: {e}") from e
+        except BaseException:
+            del out[start:]
+            raise
+
+    return append
 
 
 def _encoder(schema: ParsedSchema, prefix: bytes) -> Encode:
@@ -149,6 +196,30 @@ class AvroRecords(RecordFormat):
             return encode(record)
 
         return validate_and_encode
+
+    def appender(self, schema: ParsedSchema, *, validate: bool, prefix: bytes) -> Append:
+        append = None if validate else _appender(schema, prefix)
+        return append if append is not None else super().appender(schema, validate=validate, prefix=prefix)
+
+    def stream_decoder(
+        self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions
+    ) -> ReadFrom | None:
+        # Avro binary delimits itself: fastavro's reader stops at the record's last byte.
+        internals = _internals()
+        if internals is None or not _reads_in_place(internals[1]):
+            return None
+        read_data = internals[1]
+        if reader is not None and reader.canonical == writer.canonical:
+            reader = None
+        named: dict[str, Any] = {"writer": {}, "reader": {}}
+        writer_schema = fastavro.parse_schema(_document(writer), named["writer"])
+        reader_schema = None if reader is None else fastavro.parse_schema(_document(reader), named["reader"])
+        read_options = _READ_OPTIONS
+
+        def read_from(stream: BinaryIO) -> Any:
+            return read_data(stream, writer_schema, named, reader_schema, read_options)
+
+        return read_from
 
     def decoder(self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions) -> Decode:
         # Without a reader schema (or with the writer's own) fastavro skips resolution altogether.

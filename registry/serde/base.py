@@ -7,7 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, BinaryIO
 
 from google.protobuf.message import DecodeError, Message
 
@@ -18,6 +18,10 @@ from registry.serde.errors import SerdeError
 Encode = Callable[[Any], bytes]
 #: Turns a serialized record back into a record.
 Decode = Callable[[bytes], Any]
+#: Appends a fixed prefix and a record serialized to a buffer (appending nothing if it fails).
+Append = Callable[[bytearray, Any], None]
+#: Reads one serialized record from a binary stream, from its current position to the record's end.
+ReadFrom = Callable[[BinaryIO], Any]
 
 #: What format libraries raise on bytes that are not a record of the schema they were given.
 PAYLOAD_ERRORS: tuple[type[Exception], ...] = (
@@ -65,6 +69,24 @@ class RecordFormat(ABC):
 
         The caller has checked that ``reader`` can read ``writer``'s data.
         """
+
+    def appender(self, schema: ParsedSchema, *, validate: bool, prefix: bytes) -> Append:
+        """A function appending what :meth:`encoder` makes of a record to a buffer; on failure it
+        appends nothing. Formats whose library writes into a buffer override it to skip the bytes
+        object in between."""
+        encode = self.encoder(schema, validate=validate, prefix=prefix)
+
+        def append(out: bytearray, record: Any) -> None:
+            out += encode(record)
+
+        return append
+
+    def stream_decoder(
+        self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions
+    ) -> ReadFrom | None:
+        """Like :meth:`decoder`, reading the record where a binary stream stands (which it leaves at
+        the record's end), for formats whose records delimit themselves; None for the others."""
+        return None
 
 
 @cache

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import struct
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from io import BytesIO
 from typing import Any
 
 from google.protobuf.message import Message
@@ -14,12 +16,18 @@ from registry.formats import get_format
 from registry.formats.base import ParsedSchema
 from registry.ids import EncodingId
 from registry.model import EncodingInfo, SchemaInfo
-from registry.serde.base import PAYLOAD_ERRORS, Decode, ReadOptions, record_format
+from registry.serde.base import PAYLOAD_ERRORS, Decode, ReadFrom, ReadOptions, record_format
 from registry.serde.codecs import DECODE_ERRORS, DEFAULT_CODECS, CodecRegistry, NoCodec
+from registry.serde.confluent import MAGIC_BYTE, ConfluentReader
 from registry.serde.errors import SerdeError, UnknownEncoding
 from registry.serde.wire import HEADER_SIZE, PROTOCOL_VERSION, check_header, encoding_id_of_key
 
 _ERRORS = PAYLOAD_ERRORS + DECODE_ERRORS
+#: The start of a framed event: its length, then the header (protocol version, encoding id).
+_FRAME = struct.Struct(">IBi")
+_LENGTH = struct.Struct(">I")
+#: The first byte of Confluent-framed events (Pravega's header starts with 0x01).
+_CONFLUENT = bytes([MAGIC_BYTE])
 
 
 def _describe(info: EncodingInfo) -> str:
@@ -38,7 +46,8 @@ class Deserializer:
     schema that cannot read a writer version raises SerdeError naming what breaks, when the
     first event of that version arrives. Protobuf events come back as messages of a class
     built from the schema, as instances of ``message_class``, or as dicts (``as_dict``).
-    Instances may be shared between threads.
+    Events in Confluent framing (first byte 0x00, then a global schema id) are read as well,
+    under the same rules (:mod:`registry.serde.confluent`). Instances may be shared between threads.
     """
 
     def __init__(
@@ -63,11 +72,17 @@ class Deserializer:
         self._lock = threading.Lock()
         # Keyed by the 4 raw id bytes of the header, which spares decoding them per event.
         self._decoders: dict[bytes, Decode] = {}
+        # Readers of records in place, by encoding id: those of formats whose records delimit
+        # themselves, written without a codec.
+        self._in_place: dict[int, ReadFrom] = {}
+        self._confluent: ConfluentReader | None = None
 
     def deserialize(self, event: bytes) -> Any:
         """The record in one event."""
         decode = self._decoders.get(event[1:5])
         if decode is None or event[0] != PROTOCOL_VERSION:
+            if event[:1] == _CONFLUENT:
+                return self.confluent.deserialize(event)
             decode = self._resolve(event)
         try:
             return decode(event[HEADER_SIZE:])
@@ -80,12 +95,60 @@ class Deserializer:
         for event in events:
             decode = decoders.get(event[1:5])
             if decode is None or event[0] != PROTOCOL_VERSION:
+                if event[:1] == _CONFLUENT:
+                    yield self.confluent.deserialize(event)
+                    continue
                 decode = self._resolve(event)
             try:
                 record = decode(event[HEADER_SIZE:])
             except _ERRORS as e:
                 raise self._decode_error(event, e) from e
             yield record
+
+    def deserialize_framed(self, data: bytes, offsets: Sequence[int]) -> Iterator[Any]:
+        """The records of the events framed in ``data``, in order: each of ``offsets`` is where a frame
+        starts, a uint32 big-endian length and then the event, as a stream's event chunks lay them
+        out (the caller has checked that every frame lies within ``data``).
+
+        The records of formats that delimit themselves (Avro), written without a codec, are read
+        in place, without a bytes object per event; any other event is read as
+        :meth:`deserialize` reads it, with the same answers and errors.
+        """
+        in_place = self._in_place
+        stream = BytesIO(data)  # shares the bytes: no copy
+        seek, tell = stream.seek, stream.tell
+        unpack = _FRAME.unpack_from
+        for offset in offsets:
+            try:
+                length, version, encoding = unpack(data, offset)
+            except struct.error:  # an event too short for a header, at the end of the data
+                length, version, encoding = _LENGTH.unpack_from(data, offset)[0], -1, -1
+            end = offset + 4 + length
+            read_from = in_place.get(encoding) if version == PROTOCOL_VERSION and length >= HEADER_SIZE else None
+            if read_from is None:
+                yield self.deserialize(data[offset + 4 : end])
+                continue
+            seek(offset + 4 + HEADER_SIZE)
+            try:
+                record = read_from(stream)
+            except _ERRORS as e:
+                raise self._decode_error(data[offset + 4 : end], e) from e
+            if tell() > end:  # it read on into the next frame: the payload was cut short
+                raise self._decode_error(data[offset + 4 : end], EOFError("the record runs past the end of its event"))
+            yield record
+
+    @property
+    def confluent(self) -> ConfluentReader:
+        """The reader of this deserializer's Confluent-framed events (schema ids resolved globally)."""
+        reader = self._confluent
+        if reader is None:
+            with self._lock:
+                reader = self._confluent
+                if reader is None:
+                    reader = self._confluent = ConfluentReader(
+                        self.client.schema_by_global_id, self._reader, self._options
+                    )
+        return reader
 
     def _decode_error(self, event: bytes, error: Exception) -> SerdeError:
         info = self.encoding_info(event)
@@ -121,6 +184,9 @@ class Deserializer:
         decode_record = fmt.decoder(writer, reader, self._options)
         codec = self.codecs.get(info.codec.name)
         if isinstance(codec, NoCodec):
+            read_from = fmt.stream_decoder(writer, reader, self._options)
+            if read_from is not None:
+                self._in_place[info.id] = read_from
             return decode_record
         decompress = codec.decode
 

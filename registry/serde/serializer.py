@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from google.protobuf.message import Message
@@ -13,10 +14,20 @@ from registry.formats import get_format
 from registry.formats.base import ParsedSchema
 from registry.ids import EncodingId
 from registry.model import NO_CODEC, SchemaInfo, VersionInfo
-from registry.serde.base import Encode, record_format
+from registry.serde.base import Append, Encode, record_format
 from registry.serde.codecs import DEFAULT_CODECS, Codec, CodecRegistry, NoCodec
 from registry.serde.errors import SerdeError
 from registry.serde.wire import encode_header
+
+
+@dataclass(frozen=True)
+class _Connection:
+    """What a serializer learned from the registry: its encoder with the header, version and encoding id."""
+
+    write: Encode
+    append: Append
+    version: VersionInfo
+    encoding_id: EncodingId
 
 
 class Serializer:
@@ -52,13 +63,16 @@ class Serializer:
         self._parsed: ParsedSchema = get_format(schema.format.name).parse(schema.data, schema.type)
         self._lock = threading.Lock()
         self._write: Encode | None = None
-        self._version: VersionInfo | None = None
-        self._encoding_id: EncodingId | None = None
+        self._connection: _Connection | None = None
 
     def _connect(self) -> Encode:
+        return self._connected().write
+
+    def _connected(self) -> _Connection:
+        """Register (or find) the schema and its encoding id once; every later call returns that."""
         with self._lock:
-            if self._write is not None:
-                return self._write
+            if self._connection is not None:
+                return self._connection
             client, group = self.client, self.group
             if self.codec.name:
                 client.add_codec_type(group, self.codec.codec_type)
@@ -71,6 +85,7 @@ class Serializer:
             if isinstance(self.codec, NoCodec):
                 # The header goes straight into the encoder's output: no second copy of the event.
                 write = self._format.encoder(self._parsed, validate=self.validate, prefix=header)
+                append = self._format.appender(self._parsed, validate=self.validate, prefix=header)
             else:
                 encode = self._format.encoder(self._parsed, validate=self.validate, prefix=b"")
                 compress = self.codec.encode
@@ -78,9 +93,12 @@ class Serializer:
                 def write(record: Any) -> bytes:
                     return header + compress(encode(record))
 
-            self._version, self._encoding_id = version, encoding_id
+                def append(out: bytearray, record: Any) -> None:
+                    out += write(record)
+
+            self._connection = _Connection(write, append, version, encoding_id)
             self._write = write
-            return write
+            return self._connection
 
     def serialize(self, record: Any) -> bytes:
         """One event: the 5-byte header, then the record serialized and transformed by the codec."""
@@ -88,6 +106,13 @@ class Serializer:
         if write is None:
             write = self._connect()
         return write(record)
+
+    def appender(self) -> Append:
+        """A function appending the event of a record (what :meth:`serialize` returns) to a buffer, and
+        nothing if the record cannot be serialized: for writers that lay events out in a buffer of
+        their own, without a bytes object per event. Registers the schema on first use, as
+        :meth:`serialize` does."""
+        return (self._connection or self._connected()).append
 
     def serialize_many(self, records: Iterable[Any]) -> list[bytes]:
         """Events for every record of an iterable, in order."""
@@ -97,18 +122,12 @@ class Serializer:
     @property
     def version(self) -> VersionInfo:
         """The schema's version in the group (registering it if this serializer has not yet)."""
-        if self._version is None:
-            self._connect()
-        assert self._version is not None
-        return self._version
+        return (self._connection or self._connected()).version
 
     @property
     def encoding_id(self) -> EncodingId:
         """The encoding id written in every event's header."""
-        if self._encoding_id is None:
-            self._connect()
-        assert self._encoding_id is not None
-        return self._encoding_id
+        return (self._connection or self._connected()).encoding_id
 
     @property
     def message_class(self) -> type[Message]:

@@ -18,6 +18,7 @@ from registry.model import (
     SerializationFormat,
     VersionInfo,
 )
+from registry.policy import Needed
 
 
 @dataclass(frozen=True)
@@ -41,10 +42,11 @@ class GroupPage:
 
 @dataclass(frozen=True)
 class AddContext:
-    """What a new schema is judged against, read with the group locked."""
+    """What a new schema is judged against, read in one transaction (with the group locked, when adding)."""
 
     properties: GroupProperties
-    #: live versions of the new schema's type, oldest first
+    #: the live versions of the new schema's type that the policy needs (``registry.policy.Needed``),
+    #: oldest first
     live: Sequence[StoredVersion]
     #: types that have live versions in the group
     live_types: frozenset[str]
@@ -75,6 +77,14 @@ class RegistryStore(ABC):
         """Delete a group with its versions, codecs and encodings; GroupNotFound if none."""
 
     @abstractmethod
+    def count_groups(self, namespace: Namespace) -> int:
+        """How many groups the namespace holds."""
+
+    @abstractmethod
+    def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
+        """Delete every group of the namespace (as ``delete_group`` does); returns their names."""
+
+    @abstractmethod
     def update_compatibility(
         self,
         namespace: Namespace,
@@ -90,12 +100,28 @@ class RegistryStore(ABC):
     ) -> VersionInfo:
         """Register ``schema`` in the group, or return its live version if it is there already.
 
-        The version number is one more than the type's highest, deleted ones included.
+        ``check`` is given the live versions of the type that the group's policy needs
+        (``registry.policy.needed``), not the whole history. The version number is one more than
+        the type's highest, deleted ones included.
         """
+
+    @abstractmethod
+    def add_context(self, namespace: Namespace, name: GroupName, type_name: TypeName, needs: Needed) -> AddContext:
+        """What a schema of ``type_name`` would be judged against now: the group's properties, the live
+        versions of the type that ``needs`` names, and the group's live types."""
 
     @abstractmethod
     def live_versions(self, namespace: Namespace, name: GroupName, type_name: TypeName) -> list[StoredVersion]:
         """The live versions of one type, oldest first."""
+
+    @abstractmethod
+    def newest_of_types(self, namespace: Namespace, name: GroupName, type_name: TypeName | None) -> list[StoredVersion]:
+        """The live version with the highest number of each type (of ``type_name`` only, if given), types
+        in the order their oldest live versions were added."""
+
+    @abstractmethod
+    def latest_version(self, namespace: Namespace, name: GroupName) -> StoredVersion | None:
+        """The most recently added live version of the group (any type), or None if it has none."""
 
     @abstractmethod
     def history(self, namespace: Namespace, name: GroupName) -> list[StoredVersion]:
@@ -140,6 +166,10 @@ class RegistryStore(ABC):
     @abstractmethod
     def encoding_info(self, namespace: Namespace, name: GroupName, encoding: EncodingId) -> EncodingInfo:
         """What an encoding id of the group stands for; EncodingNotFound if not the group's."""
+
+    @abstractmethod
+    def encodings_of(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[EncodingId]:
+        """Those of ``ids`` that are encoding ids of the group."""
 
     @abstractmethod
     def added_to(self, namespace: Namespace, schema: ParsedSchema) -> dict[GroupName, VersionInfo]:

@@ -5,46 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    MetaData,
-    String,
-    UniqueConstraint,
-    text,
-)
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, LargeBinary, String, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
 
-NAMING = {
-    "ix": "ix_%(column_0_label)s",
-    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-    "ck": "ck_%(table_name)s_%(constraint_name)s",
-    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-    "pk": "pk_%(table_name)s",
-}
-
-# Ids handed to clients come from these tables' keys; AUTOINCREMENT keeps SQLite from
-# reusing the key of a deleted row, as PostgreSQL sequences never do.
-NEVER_REUSED = {"sqlite_autoincrement": True}
-
-
-class Base(DeclarativeBase):
-    """Declarative base carrying the constraint naming convention."""
-
-    metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {dict[str, Any]: JSON, int: Integer}
+from registry.db import NEVER_REUSED, Base
 
 
 class GroupRow(Base):
     """A schema group in a namespace."""
 
     __tablename__ = "groups"
-    __table_args__ = (UniqueConstraint("namespace", "name"), NEVER_REUSED)
+    __table_args__ = (
+        UniqueConstraint("namespace", "name"),
+        # Listings are keyset pages of one namespace in id order: a page is a range of this index.
+        Index("ix_groups_namespace_id", "namespace", "id"),
+        NEVER_REUSED,
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     namespace: Mapped[str] = mapped_column(String(255))
@@ -95,11 +71,14 @@ class VersionRow(Base):
             sqlite_where=text("deleted = 0"),
             postgresql_where=text("NOT deleted"),
         ),
+        # A group's versions in order of addition: its newest live one is the first entry of a
+        # backward scan, however long the history (also what group_id alone was indexed for).
+        Index("ix_schema_versions_group_id_id", "group_id", "id"),
         NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"), index=True)
+    group_id: Mapped[int] = mapped_column(ForeignKey("groups.id", ondelete="CASCADE"))
     schema_id: Mapped[int] = mapped_column(ForeignKey("schemas.id"), index=True)
     type_name: Mapped[str] = mapped_column(String(1024))
     version: Mapped[int]

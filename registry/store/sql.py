@@ -5,7 +5,9 @@ Integrity errors are turned into domain errors here, at the storage boundary.
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, Select, func, select
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, Row, Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,6 +33,7 @@ from registry.model import (
     VersionInfo,
 )
 from registry.pagination import decode_token
+from registry.policy import Needed, needed
 from registry.store.base import AddCheck, AddContext, GroupPage, RegistryStore, StoredVersion
 from registry.store.orm import CodecRow, EncodingRow, GroupRow, SchemaRow, VersionRow
 
@@ -148,6 +151,19 @@ class SqlRegistryStore(RegistryStore):
         with self._write() as session:
             session.delete(self._group(session, namespace, name, lock=True))
 
+    def count_groups(self, namespace: Namespace) -> int:
+        with self._read() as session:
+            return session.scalar(select(func.count()).where(GroupRow.namespace == namespace)) or 0
+
+    def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
+        with self._write() as session:
+            rows = session.scalars(
+                select(GroupRow).where(GroupRow.namespace == namespace).order_by(GroupRow.id).with_for_update()
+            ).all()
+            for row in rows:
+                session.delete(row)
+            return [GroupName(r.name) for r in rows]
+
     def update_compatibility(
         self,
         namespace: Namespace,
@@ -184,19 +200,8 @@ class SqlRegistryStore(RegistryStore):
                 ).one_or_none()
                 if existing is not None:
                     return _version_info(existing)
-            live = [
-                _stored(v, s)
-                for v, s in session.execute(
-                    _versions(group.id)
-                    .where(VersionRow.type_name == schema.type_name, VersionRow.deleted.is_(False))
-                    .order_by(VersionRow.version)
-                )
-            ]
-            live_types = session.scalars(
-                select(VersionRow.type_name).where(VersionRow.group_id == group.id, VersionRow.deleted.is_(False))
-            ).all()
             properties = _properties(group)
-            check(AddContext(properties, live, frozenset(live_types)))
+            check(self._context(session, group.id, properties, schema.type_name, needed(properties.compatibility)))
             if content is None:
                 content = self._insert_schema(session, schema, full_type)
             highest = session.scalar(
@@ -217,6 +222,43 @@ class SqlRegistryStore(RegistryStore):
             session.add(row)
             session.flush()
             return _version_info(row)
+
+    def add_context(self, namespace: Namespace, name: GroupName, type_name: TypeName, needs: Needed) -> AddContext:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            return self._context(session, group.id, _properties(group), type_name, needs)
+
+    @classmethod
+    def _context(
+        cls, session: Session, group_id: int, properties: GroupProperties, type_name: str, needs: Needed
+    ) -> AddContext:
+        live = cls._needed(session, group_id, type_name, needs)
+        return AddContext(properties, live, cls._live_types(session, group_id, type_name, bool(live)))
+
+    @staticmethod
+    def _needed(session: Session, group_id: int, type_name: str, needs: Needed) -> list[StoredVersion]:
+        """The live versions of ``type_name`` that ``needs`` names, oldest first (``Needed.select``, in SQL)."""
+        live = _versions(group_id).where(VersionRow.type_name == type_name, VersionRow.deleted.is_(False))
+        rows: Sequence[Row[VersionRow, SchemaRow]] = []
+        if needs.floor is not None:
+            rows = session.execute(live.where(VersionRow.version >= needs.floor).order_by(VersionRow.version)).all()
+        if needs.newest and not rows:
+            rows = session.execute(live.order_by(VersionRow.version.desc()).limit(1)).all()
+        return [_stored(v, s) for v, s in rows]
+
+    @staticmethod
+    def _live_types(session: Session, group_id: int, type_name: str, type_is_live: bool) -> frozenset[str]:
+        """The group's live types, found with index probes rather than a scan of its versions: whether
+        another type is live settles it for the usual group, which holds one type."""
+        live = (VersionRow.group_id == group_id, VersionRow.deleted.is_(False))
+        # Two ranges rather than "!=", which an index can only filter by, row after row.
+        for other in (VersionRow.type_name < type_name, VersionRow.type_name > type_name):
+            if session.scalar(select(VersionRow.id).where(*live, other).limit(1)) is not None:
+                return frozenset(session.scalars(select(VersionRow.type_name).where(*live).distinct()))
+        if not type_is_live:
+            probe = select(VersionRow.id).where(*live, VersionRow.type_name == type_name).limit(1)
+            type_is_live = session.scalar(probe) is not None
+        return frozenset({type_name}) if type_is_live else frozenset()
 
     @staticmethod
     def _insert_schema(session: Session, schema: ParsedSchema, full_type: str) -> SchemaRow:
@@ -245,6 +287,65 @@ class SqlRegistryStore(RegistryStore):
                 query = query.where(VersionRow.type_name == type_name)
             rows = session.execute(query.order_by(VersionRow.id))
             return [_stored(v, s) for v, s in rows]
+
+    def newest_of_types(self, namespace: Namespace, name: GroupName, type_name: TypeName | None) -> list[StoredVersion]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            live = (VersionRow.group_id == group.id, VersionRow.deleted.is_(False))
+            if not type_name:
+                # Two index probes tell a group of one type (the usual) from one of several.
+                first = session.scalar(
+                    select(VersionRow.type_name).where(*live).order_by(VersionRow.type_name).limit(1)
+                )
+                if first is None:
+                    return []
+                second = session.scalar(
+                    select(VersionRow.type_name)
+                    .where(*live, VersionRow.type_name > first)
+                    .order_by(VersionRow.type_name)
+                    .limit(1)
+                )
+                if second is not None:
+                    return self._newest_of_every_type(session, group.id)
+                type_name = TypeName(first)
+            found = session.execute(
+                _versions(group.id)
+                .where(*live, VersionRow.type_name == type_name)
+                .order_by(VersionRow.version.desc())
+                .limit(1)
+            ).first()
+            return [] if found is None else [_stored(*found)]
+
+    @staticmethod
+    def _newest_of_every_type(session: Session, group_id: int) -> list[StoredVersion]:
+        # One pass over the group's live versions: per type, the highest number and the oldest id.
+        ranked = (
+            select(
+                VersionRow.id,
+                func.row_number()
+                .over(partition_by=VersionRow.type_name, order_by=VersionRow.version.desc())
+                .label("rank"),
+                func.min(VersionRow.id).over(partition_by=VersionRow.type_name).label("oldest"),
+            )
+            .where(VersionRow.group_id == group_id, VersionRow.deleted.is_(False))
+            .subquery()
+        )
+        rows = session.execute(
+            select(VersionRow, SchemaRow)
+            .join(ranked, ranked.c.id == VersionRow.id)
+            .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
+            .where(ranked.c.rank == 1)
+            .order_by(ranked.c.oldest)
+        )
+        return [_stored(v, s) for v, s in rows]
+
+    def latest_version(self, namespace: Namespace, name: GroupName) -> StoredVersion | None:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            found = session.execute(
+                _versions(group.id).where(VersionRow.deleted.is_(False)).order_by(VersionRow.id.desc()).limit(1)
+            ).first()
+            return None if found is None else _stored(*found)
 
     def history(self, namespace: Namespace, name: GroupName) -> list[StoredVersion]:
         with self._read() as session:
@@ -377,7 +478,8 @@ class SqlRegistryStore(RegistryStore):
             except IntegrityError:
                 # A concurrent request created it first; that one is the id.
                 found = self._encoding_of(session, row.id, codec)
-                assert found is not None
+                if found is None:  # the unique key said it exists: only a broken database disagrees
+                    raise RuntimeError(f"encoding of version row {row.id} and codec {codec!r} vanished") from None
                 return EncodingId(found)
 
     @staticmethod
@@ -407,6 +509,14 @@ class SqlRegistryStore(RegistryStore):
                     codec = CodecType(CodecName(row.name), dict(row.properties))
             stored = _stored(version, schema)
             return EncodingInfo(EncodingId(enc.id), stored.schema, stored.version, codec)
+
+    def encodings_of(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[EncodingId]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            found = session.scalars(
+                select(EncodingRow.id).where(EncodingRow.group_id == group.id, EncodingRow.id.in_(ids))
+            )
+            return frozenset(EncodingId(i) for i in found)
 
     def added_to(self, namespace: Namespace, schema: ParsedSchema) -> dict[GroupName, VersionInfo]:
         with self._read() as session:

@@ -44,12 +44,10 @@ class DefaultSource(DataSource):
         """The table's current schema (asked only when the source is used without the catalog)."""
         from pyspark.sql.types import StructType
 
-        from catalog_api.client import CatalogClient
-
         from .options import SourceOptions
 
         options = SourceOptions.parse(self.options)
-        table = CatalogClient(options.uri).get_table(options.scope, options.stream)
+        table = options.catalog_client().get_table(options.scope, options.stream)
         return StructType.fromJson(table["schema"])
 
     def reader(self, schema: StructType) -> DataSourceReader:

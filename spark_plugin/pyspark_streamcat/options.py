@@ -4,6 +4,8 @@ The catalog shim hands every scan and write the table's coordinates (``uri``, ``
 ``stream``, ``location``, ``format``) and the schema version Spark planned with
 (``streamcat.schema.*``); a user of ``spark.read.format("streamcat")`` gives ``uri``, ``scope``
 and ``table`` (or ``stream``) and the rest is looked up. Spark lower-cases option keys.
+Credentials travel the same way (``token``, or ``user`` and ``password``, and ``ca-bundle``), so that
+every request of the source, on the driver and on the executors, presents them.
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from registry.credentials import Credentials
 from registry.ids import SchemaId, TypeName, Version
 from registry.model import VersionInfo
+
+if TYPE_CHECKING:
+    from catalog_api.client import CatalogClient
+    from registry.client import RegistryClient
 
 #: Rows of one write task that go into one chunk file before the next one is started.
 DEFAULT_ROWS_PER_CHUNK = 1_000_000
@@ -58,6 +65,25 @@ class SourceOptions:
     starting_commit: str = "earliest"
     rows_per_chunk: int = DEFAULT_ROWS_PER_CHUNK
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+    #: what the clients present to the server (the catalog passes its own: ``token`` or ``user`` and
+    #: ``password``, ``ca-bundle``, ``client-cert``, ``client-key``); not shown by repr
+    credentials: Credentials = field(default_factory=Credentials, repr=False)
+
+    @property
+    def table_location(self) -> str:
+        """The location of the table's chunk files (known once the options are resolved)."""
+        if self.location is None:
+            raise OptionError(f"no location is known for {self.scope}.{self.stream}: the options were not resolved")
+        return self.location
+
+    @property
+    def table_version(self) -> VersionInfo:
+        """The table's schema version (known once the options are resolved)."""
+        if self.schema_version is None:
+            raise OptionError(
+                f"no schema version is known for {self.scope}.{self.stream}: the options were not resolved"
+            )
+        return self.schema_version
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
@@ -81,6 +107,10 @@ class SourceOptions:
             filters = json.loads(opts.get("streamcat.filters") or "[]")
         except ValueError:
             raise OptionError("option streamcat.filters is not JSON") from None
+        try:
+            credentials = Credentials.from_options(opts)
+        except ValueError as e:
+            raise OptionError(str(e)) from None
         starting = (opts.get("startingcommit") or "earliest").strip().lower()
         if starting not in ("earliest", "latest"):
             _int(opts, "startingcommit", minimum=1)
@@ -101,18 +131,31 @@ class SourceOptions:
             rows_per_chunk=_int(opts, "rowsperchunk", DEFAULT_ROWS_PER_CHUNK, minimum=1) or DEFAULT_ROWS_PER_CHUNK,
             rows_per_partition=(_int(opts, "rowsperpartition", DEFAULT_ROWS_PER_PARTITION, minimum=1)
                                 or DEFAULT_ROWS_PER_PARTITION),
+            credentials=credentials,
         )
+
+    def catalog_client(self) -> CatalogClient:
+        """A catalog client of the server, presenting the credentials."""
+        from catalog_api.client import CatalogClient
+
+        return CatalogClient(self.uri, session=self.credentials.session())
+
+    def registry_client(self) -> RegistryClient:
+        """A registry client in the table's namespace (its scope), presenting the credentials."""
+        from registry.client import RegistryClient
+
+        return RegistryClient(self.uri, self.scope, session=self.credentials.session())
 
     def resolved(self) -> SourceOptions:
         """These options with location, format and schema version filled in from the catalog if absent."""
         if self.location and self.format and self.schema_version:
             return self
-        from catalog_api.client import CatalogClient
+        from registry.api.models import VersionInfo as VersionInfoModel
 
-        table = CatalogClient(self.uri).get_table(self.scope, self.stream)
+        table = self.catalog_client().get_table(self.scope, self.stream)
         return replace(
             self,
             location=self.location or table["stream"]["location"],
             format=self.format or table["format"],
-            schema_version=self.schema_version or VersionInfo.from_json(table["schemaVersion"]),
+            schema_version=self.schema_version or VersionInfoModel.model_validate(table["schemaVersion"]).to_domain(),
         )

@@ -23,9 +23,7 @@ from .reading import ChunkPartition, ChunkReader, plan_partitions, prune
 
 
 def _catalog(options: SourceOptions) -> Any:
-    from catalog_api.client import CatalogClient
-
-    return CatalogClient(options.uri)
+    return options.catalog_client()
 
 
 class BatchReader(DataSourceReader):

@@ -13,6 +13,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import StructType
 
 from catalog_api.model import Chunk
+from registry.credentials import Credentials
 
 from .arrow import conform_batch, empty_columns, records_to_batches, spark_arrow_schema
 from .options import SourceOptions
@@ -68,23 +69,22 @@ def plan_partitions(chunks: Sequence[Chunk], rows_per_partition: int) -> list[Ch
     return partitions
 
 
-_deserializers: dict[tuple[str, str, str, int], Any] = {}
+_deserializers: dict[tuple[str, str, str, int, Credentials], Any] = {}
 _deserializers_lock = threading.Lock()
 
 
 def _deserializer(options: SourceOptions) -> Any:
     """A Deserializer of the table's group reading under its current schema (one per worker process)."""
-    from registry.client import RegistryClient
     from registry.ids import SchemaId
     from registry.serde import Deserializer
 
-    version = options.schema_version
-    assert version is not None, "options must be resolved before reading"
-    key = (options.uri, options.scope, options.stream, int(version.id))
+    version = options.table_version
+    # Keyed by credentials too: a worker serves queries of sessions that may be allowed different things.
+    key = (options.uri, options.scope, options.stream, int(version.id), options.credentials)
     with _deserializers_lock:
         found = _deserializers.get(key)
         if found is None:
-            registry = RegistryClient(options.uri, options.scope)
+            registry = options.registry_client()
             reader_schema = registry.schema_by_id(options.stream, SchemaId(version.id))
             found = _deserializers[key] = Deserializer(registry, options.stream, reader_schema, as_dict=True)
         return found
@@ -112,8 +112,7 @@ class ChunkReader:
     def _columnar(self, chunk: ChunkRef, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         from catalog_api import storage
 
-        assert self.options.location is not None
-        fs, root = storage.resolve(self.options.location)
+        fs, root = storage.resolve(self.options.table_location)
         with fs.open_input_file(f"{root}/{chunk.path}") as source:
             parquet = pq.ParquetFile(source)
             if not len(target):
@@ -133,8 +132,7 @@ class ChunkReader:
     def _events(self, chunk: ChunkRef, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         from catalog_api.streams.chunks import read_event_chunk
 
-        assert self.options.location is not None
-        events = read_event_chunk(self.options.location, chunk.path)
+        events = read_event_chunk(self.options.table_location, chunk.path)
         if not len(target):
             yield empty_columns(sum(1 for _ in events))
             return

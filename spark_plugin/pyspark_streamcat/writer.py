@@ -37,16 +37,11 @@ class ChunksWritten(WriterCommitMessage):
 
 
 def _encoding_id(options: SourceOptions) -> int:
-    from registry.client import RegistryClient
-
-    assert options.schema_version is not None
-    return int(RegistryClient(options.uri, options.scope).encoding_id(options.stream, options.schema_version))
+    return int(options.registry_client().encoding_id(options.stream, options.table_version))
 
 
 def _catalog(options: SourceOptions) -> Any:
-    from catalog_api.client import CatalogClient
-
-    return CatalogClient(options.uri)
+    return options.catalog_client()
 
 
 def _chunks(messages: Sequence[WriterCommitMessage | None]) -> list[Chunk]:
@@ -97,10 +92,9 @@ class ChunkSink:
     def _flush(self, batches: list[pa.RecordBatch], target: pa.Schema) -> Chunk:
         from catalog_api.streams.chunks import write_columnar_chunk
 
-        assert self.options.location is not None
         path = f"{DATA_DIR}/{uuid.uuid4().hex}.parquet"
         table = pa.Table.from_batches(batches, schema=target)
-        stats = write_columnar_chunk(self.options.location, path, table, self.encoding_id)
+        stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id)
         return Chunk(path=path, kind="columnar", event_count=stats.event_count, bytes=stats.bytes,
                      encoding_ids=tuple(sorted(stats.encoding_ids)), stats=stats.stats)
 

@@ -13,6 +13,7 @@ import requests
 from catalog_api.client import CatalogClient
 from catalog_api.errors import ScopeNotEmpty, ScopeNotFound, StreamNotFound, StreamSealed, TableNotFound
 from catalog_api.model import Chunk
+from registry.api import models as wire
 from registry.client import RegistryClient
 from registry.errors import AlreadyExists, BadRequest, Conflict, GroupNotFound, IncompatibleSchema, WriteConflict
 from registry.ids import SchemaId, TypeName, Version
@@ -89,7 +90,7 @@ def test_table_is_a_stream_plus_a_group(
     group = client.get_group("orders")
     assert (group.format.name, group.compatibility.policy) == ("Avro", "Full")
     versions = client.versions("orders")
-    assert [v.version.to_json() for v in versions] == [table["schemaVersion"]]
+    assert [wire.VersionInfo.of(v.version).model_dump(mode="json") for v in versions] == [table["schemaVersion"]]
     assert versions[0].version.type == table["typeName"]
     assert catalog.get_stream(scope, "orders")["streamName"] == "orders"
     assert [t["tableName"] for t in catalog.list_tables(scope)] == ["orders"]
@@ -367,3 +368,38 @@ def test_rename_keeps_the_old_name_as_an_avro_alias(catalog: CatalogClient, clie
     assert product["aliases"] == ["item"], "Backward accepts the rename because old data resolves by alias"
     back = catalog.alter_table(scope, "orders", [{"op": "renameColumn", "path": ["product"], "newName": "item"}])
     assert back["schema"]["fields"][1]["metadata"]["aliases"] == ["product"]
+
+
+def test_a_tables_schema_is_its_groups_latest_version(
+    catalog: CatalogClient, client: RegistryClient, scope: str
+) -> None:
+    catalog.create_table(scope, "orders", ORDERS)
+    with_qty = catalog.alter_table(scope, "orders", [{"op": "addColumn", "path": ["qty"], "type": "integer"}])
+    # Dropping the column again gives the first version's content: the table must say so, and
+    # so must the group's latest version, which writers encode with.
+    back = catalog.alter_table(scope, "orders", [{"op": "dropColumn", "path": ["qty"]}])
+    assert back["schema"] == ORDERS
+    assert back["schemaVersion"]["id"] != with_qty["schemaVersion"]["id"]
+    [latest] = client.latest_schemas("orders")
+    assert (latest.version.id, latest.version.version) == (back["schemaVersion"]["id"], back["schemaVersion"]["version"])
+    assert catalog.get_table(scope, "orders")["schemaVersion"] == back["schemaVersion"]
+    # a schema added through the registry API is the table's schema from then on
+    current = client.schema_by_id("orders", SchemaId(back["schemaVersion"]["id"]))
+    record = json.loads(current.data)
+    record["fields"].append({"name": "note", "type": ["null", "string"], "default": None})
+    added = client.add_schema("orders", SchemaInfo(current.type, current.format, json.dumps(record).encode()))
+    table = catalog.get_table(scope, "orders")
+    assert table["schemaVersion"]["version"] == added.version
+    assert [f["name"] for f in table["schema"]["fields"]] == ["id", "item", "price", "note"]
+
+
+def test_a_tables_group_is_deleted_by_dropping_the_table(
+    catalog: CatalogClient, client: RegistryClient, scope: str
+) -> None:
+    catalog.create_table(scope, "orders", ORDERS)
+    with pytest.raises(Conflict, match="DROP TABLE"):
+        client.delete_group("orders")
+    assert catalog.get_table(scope, "orders")["schema"] == ORDERS, "the refused delete changed nothing"
+    catalog.drop_table(scope, "orders")
+    with pytest.raises(GroupNotFound):
+        client.get_group("orders")

@@ -12,10 +12,10 @@ import requests
 
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from registry import backup, migrate
-from registry.app import create_app
+from catalog_api.server import backup, migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from registry.client import RegistryClient, schema_info
-from registry.config import Settings
 from registry.db import make_engine
 from registry.ids import CodecName
 from registry.model import CodecType

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import requests
 
-from registry.app import create_app
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from registry.client import RegistryClient
-from registry.config import Settings
 from tests.registry.helpers import avro_record, field, group
 from tests.support.net import serve_in_thread
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from registry import migrate
+from catalog_api.server import migrate
 from registry.db import make_engine
 from tests.conftest import new_database
 
@@ -44,7 +44,8 @@ def test_upgrade_with_data_then_downgrade_to_base(kind: str, tmp_path: Path, req
 
 def _streamcat(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "STREAMCAT_DATABASE_URL": url}
-    return subprocess.run([sys.executable, "-m", "registry.cli", *args], env=env, capture_output=True, text=True)
+    command = [sys.executable, "-m", "catalog_api.server.cli", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True)
 
 
 def test_db_check_fails_when_behind_or_when_models_and_migrations_differ(tmp_path: Path) -> None:

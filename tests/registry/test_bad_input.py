@@ -21,9 +21,10 @@ import pytest
 import requests
 from sqlalchemy import Engine, func, select
 
-from registry.app import create_app
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
+from registry.api import models as wire
 from registry.client import RegistryClient, schema_info
-from registry.config import Settings
 from registry.db import make_engine
 from registry.ids import CodecName
 from registry.model import CodecType, VersionInfo
@@ -264,7 +265,7 @@ def worlds(server_url: str, engine: Engine) -> Worlds:
 
 
 def _version(world: World, **changes: Any) -> dict[str, Any]:
-    return {**world.avro_version.to_json(), **changes}
+    return {**wire.VersionInfo.of(world.avro_version).model_dump(mode="json"), **changes}
 
 
 #: Endpoints that take a body, each with a body that would succeed.
@@ -331,7 +332,7 @@ def _generic_cases() -> Iterator[Case]:
                    body=_mutated(body, lambda b: {**b, "bogus": 1}))
 
 
-_PROBE_WORLD = World("", "", VersionInfo.from_json({"type": "t", "version": 0, "id": 1}), 1, 1, 1)
+_PROBE_WORLD = World("", "", wire.VersionInfo.model_validate({"type": "t", "version": 0, "id": 1}).to_domain(), 1, 1, 1)
 
 G = "/v1/groups"
 AV = "/v1/groups/avro"
@@ -748,7 +749,8 @@ def test_deeply_nested_schema_never_breaks_its_group(server_url: str, namespace:
 
     client = RegistryClient(server_url, namespace)
     client.create_group("deep", group("Avro", "Backward"))
-    world = World(server_url, namespace, VersionInfo.from_json({"type": "Deep", "version": 0, "id": 0}), 0, 0, 0)
+    deep = wire.VersionInfo.model_validate({"type": "Deep", "version": 0, "id": 0}).to_domain()
+    world = World(server_url, namespace, deep, 0, 0, 0)
     added = send(Case("add", "POST", "/v1/groups/deep/schemas", 201, "", body=record('"int"')), world)
     if added.status != 201:
         assert_error(added, 400, r"deep|nest")

@@ -22,7 +22,7 @@ from typing import TypeVar
 
 import pytest
 
-from registry import migrate
+from catalog_api.server import migrate
 from registry.client import RegistryClient
 from registry.ids import CodecName, EncodingId
 from registry.model import NO_CODEC, CodecType, SchemaInfo, VersionInfo

@@ -8,6 +8,7 @@ import pytest
 import requests
 from google.protobuf import descriptor_pb2
 
+from registry.api import models as wire
 from registry.client import RegistryClient, schema_info
 from registry.errors import FormatMismatch, IncompatibleSchema, InvalidSchema, SchemaNotFound
 from registry.ids import SchemaId, TypeName, Version
@@ -47,9 +48,8 @@ def test_incompatible_evolution_is_rejected_naming_the_field(
     client.create_group("users", group(policy="Backward"))
     client.add_schema("users", V1)
     client.add_schema("users", V2)
-    response = requests.post(
-        f"{server_url}/v1/groups/users/schemas", params={"namespace": namespace}, json=V3_NO_DEFAULT.to_json()
-    )
+    body = wire.SchemaInfo.of(V3_NO_DEFAULT).model_dump(mode="json")
+    response = requests.post(f"{server_url}/v1/groups/users/schemas", params={"namespace": namespace}, json=body)
     assert response.status_code == 409
     error = response.json()["error"]
     assert error["code"] == "IncompatibleSchema"
@@ -124,6 +124,28 @@ def test_one_type_per_group_unless_allowed(client: RegistryClient) -> None:
     latest = {s.version.type: s.version.version for s in client.latest_schemas("multi")}
     assert latest == {"app.User": 0, "app.Order": 0}
     assert [s.version.type for s in client.latest_schemas("multi", "app.Order")] == ["app.Order"]
+
+
+@pytest.mark.parametrize(
+    ("policy", "candidates"),
+    [
+        ("Backward", ["V1", "V2", "V3_NO_DEFAULT", "OTHER_TYPE"]),
+        ("DenyAll", ["V1", "V2", "OTHER_TYPE"]),
+        ("AllowAny", ["V2", "OTHER_TYPE"]),
+    ],
+)
+def test_validate_answers_what_adding_would(client: RegistryClient, policy: str, candidates: list[str]) -> None:
+    schemas = {"V1": V1, "V2": V2, "V3_NO_DEFAULT": V3_NO_DEFAULT, "OTHER_TYPE": avro_record("Order", field("id", "long"))}
+    client.create_group("users", group(policy=policy))
+    client.add_schema("users", V1)
+    for name in candidates:
+        predicted = client.validate("users", schemas[name]) == []
+        try:
+            client.add_schema("users", schemas[name])
+            added = True
+        except IncompatibleSchema:
+            added = False
+        assert predicted == added, f"{name} under {policy}: validate said {predicted}, add did {added}"
 
 
 def test_wrong_format_for_the_group_is_417(client: RegistryClient) -> None:

@@ -9,24 +9,28 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import spark_plugin
-from registry import migrate
-from registry.app import create_app
-from registry.config import Settings
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from tests.support.net import serve_in_thread
 
 
 @pytest.fixture(scope="session")
 def spark_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
-    """A migrated SQLite database and a warehouse directory of the Spark tests' own."""
+    """A migrated SQLite database, a warehouse directory of the Spark tests' own, and a root
+    where tables may be created with an explicit LOCATION."""
     root = tmp_path_factory.mktemp("spark-server")
     url = f"sqlite:///{root / 'catalog.db'}"
     migrate.upgrade(url)
-    return Settings(database_url=url, warehouse=str(root / "warehouse"))
+    external = root / "external"
+    external.mkdir()
+    return Settings(database_url=url, warehouse=str(root / "warehouse"), allowed_locations=(str(external),))
 
 
 @pytest.fixture(scope="session")
@@ -55,6 +59,14 @@ def spark(spark_server: str, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def external(spark_settings: Settings) -> Path:
+    """A directory of this test's own under the root that LOCATION may name."""
+    folder = Path(spark_settings.allowed_locations[0]) / uuid.uuid4().hex[:12]
+    folder.mkdir()
+    return folder
 
 
 @pytest.fixture

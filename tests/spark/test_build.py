@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import spark_plugin
-from registry.cli_spark import spark_conf
+from catalog_api.server.cli_spark import spark_conf
 from spark_plugin import build
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]

@@ -178,8 +178,10 @@ def test_drop_table_removes_stream_group_and_files(spark: Any, spark_server: str
     assert not location.exists()
 
 
-def test_a_table_at_an_explicit_location_keeps_its_files_unless_purged(spark: Any, scope: str, tmp_path: Path) -> None:
-    kept, purged = tmp_path / "kept", tmp_path / "purged"
+def test_a_table_at_an_explicit_location_keeps_its_files_even_when_purged(
+    spark: Any, scope: str, external: Path
+) -> None:
+    kept, purged = external / "kept", external / "purged"
     spark.sql(f"CREATE TABLE streamcat.{scope}.kept (id INT) LOCATION '{kept}'")
     spark.sql(f"CREATE TABLE streamcat.{scope}.purged (id INT) LOCATION '{purged}'")
     spark.sql(f"INSERT INTO streamcat.{scope}.kept VALUES (1)")
@@ -188,6 +190,20 @@ def test_a_table_at_an_explicit_location_keeps_its_files_unless_purged(spark: An
     assert describe(spark, f"TABLE EXTENDED streamcat.{scope}.kept")["Location"].removeprefix("file:") == str(kept)
 
     spark.sql(f"DROP TABLE streamcat.{scope}.kept")
+    # The server purges only the locations it gave; an explicit LOCATION is the creator's.
     spark.sql(f"DROP TABLE streamcat.{scope}.purged PURGE")
     assert any(kept.rglob("*.parquet"))
-    assert not purged.exists()
+    assert any(purged.rglob("*.parquet"))
+
+
+def test_a_location_outside_the_allowed_roots_is_refused(
+    spark: Any, scope: str, external: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "sentinel").write_text("x")
+    with pytest.raises(Exception, match="not under the warehouse or an allowed root"):
+        spark.sql(f"CREATE TABLE streamcat.{scope}.t (id INT) LOCATION '{tmp_path}'")
+    # Spark may resolve the '..' itself before the catalog sees it: refused either way.
+    with pytest.raises(Exception, match=r"'\.\.' segment|not under the warehouse"):
+        spark.sql(f"CREATE TABLE streamcat.{scope}.t (id INT) LOCATION '{external}/../../..{tmp_path}'")
+    assert rows(spark, f"SHOW TABLES IN streamcat.{scope}") == []
+    assert (tmp_path / "sentinel").read_text() == "x"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from catalog_api.client import CatalogClient
-from registry.cli_spark import spark_conf
+from catalog_api.server.cli_spark import spark_conf
 from registry.errors import NotFound
 from spark_plugin.build import pyspark_home
 

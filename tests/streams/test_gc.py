@@ -15,12 +15,12 @@ import pytest
 from click.testing import CliRunner
 
 from catalog_api import storage
+from catalog_api.gc import collect_all, collect_garbage
+from catalog_api.server.app import create_app
+from catalog_api.server.cli_streams import streams
+from catalog_api.server.config import Settings
 from catalog_api.service import CatalogService
 from catalog_api.streams import segment_of
-from catalog_api.streams.gc import collect_all, collect_garbage
-from registry.app import create_app
-from registry.cli_streams import streams
-from registry.config import Settings
 from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V1,
     StreamHandle,

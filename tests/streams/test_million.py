@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from catalog_api.client import CatalogClient
-from registry import migrate
-from registry.app import create_app
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
 from registry.client import RegistryClient
-from registry.config import Settings
 from registry.serde import Serializer
 from tests.streams.helpers import V1, V2, make_stream
 from tests.support.net import serve_in_thread

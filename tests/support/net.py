@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import requests
 from flask import Flask
@@ -22,14 +23,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until_up(url: str, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None) -> None:
-    """Poll ``url`` until it answers 200."""
+def wait_until_up(
+    url: str, timeout: float = 90.0, process: subprocess.Popen[bytes] | None = None, **request: Any
+) -> None:
+    """Poll ``url`` until it answers 200 (``request``: more arguments of ``requests.get``, e.g. ``verify``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}")
         try:
-            if requests.get(url, timeout=1).ok:
+            if requests.get(url, timeout=1, **request).ok:
                 return
         except requests.ConnectionError:
             pass
@@ -51,16 +54,19 @@ def serve_in_thread(app: Flask) -> Iterator[str]:
 
 
 @contextmanager
-def serve_with_gunicorn(env: dict[str, str], workers: int = 2) -> Iterator[str]:
-    """Run ``streamcat serve`` (gunicorn) as a child process; yields the base URL."""
+def serve_with_gunicorn(env: dict[str, str], workers: int = 2, **request: Any) -> Iterator[str]:
+    """Run ``streamcat serve`` (gunicorn) as a child process; yields the base URL.
+
+    With ``STREAMCAT_TLS_CERT`` in ``env`` the URL is https; ``request`` (``verify``, ``cert``) is how
+    the start-up probe reaches it.
+    """
     port = free_port()
     env = {**env, "STREAMCAT_PORT": str(port), "STREAMCAT_HOST": "127.0.0.1", "STREAMCAT_WORKERS": str(workers)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "registry.cli", "serve"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "catalog_api.server.cli", "serve"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"{'https' if env.get('STREAMCAT_TLS_CERT') else 'http'}://127.0.0.1:{port}"
     try:
-        wait_until_up(f"{url}/ping", process=process)
+        wait_until_up(f"{url}/ping", process=process, **request)
         yield url
     finally:
         process.terminate()

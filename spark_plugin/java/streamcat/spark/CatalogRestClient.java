@@ -17,6 +17,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+
+import javax.net.ssl.SSLException;
 
 /**
  * The catalog REST API over java.net.http, with Jackson for JSON.
@@ -32,11 +35,16 @@ final class CatalogRestClient {
     private final String base;
     private final HttpClient http;
     private final Duration timeout;
+    private final Optional<String> authorization;
 
-    CatalogRestClient(String uri, Duration timeout) {
+    CatalogRestClient(String uri, Duration timeout, CatalogCredentials credentials) {
         this.base = uri.endsWith("/") ? uri.substring(0, uri.length() - 1) : uri;
         this.timeout = timeout;
-        this.http = HttpClient.newBuilder().connectTimeout(timeout).version(HttpClient.Version.HTTP_1_1).build();
+        this.authorization = credentials.authorization();
+        HttpClient.Builder builder = HttpClient.newBuilder().connectTimeout(timeout)
+                .version(HttpClient.Version.HTTP_1_1);
+        credentials.sslContext().ifPresent(builder::sslContext);
+        this.http = builder.build();
     }
 
     String uri() {
@@ -68,17 +76,22 @@ final class CatalogRestClient {
         HttpRequest.BodyPublisher publisher = body == null
                 ? HttpRequest.BodyPublishers.noBody()
                 : HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8);
-        HttpRequest request = HttpRequest.newBuilder(URI.create(base + path))
+        HttpRequest.Builder request = HttpRequest.newBuilder(URI.create(base + path))
                 .timeout(timeout)
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json")
-                .method(method, publisher)
-                .build();
+                .method(method, publisher);
+        authorization.ifPresent(value -> request.header("Authorization", value));
         HttpResponse<String> response;
         try {
-            response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            response = http.send(request.build(), HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        } catch (SSLException e) {
+            throw CatalogAccessException.raise(new CatalogAccessException(0, "TLS with the streamcat catalog at "
+                    + base + " failed: " + e.getMessage() + " (is the catalog's ca-bundle the CA that signed the "
+                    + "server's certificate? does the server want a client-cert?)"));
         } catch (IOException e) {
-            throw new UncheckedIOException("streamcat catalog at " + base + " is unreachable: " + e.getMessage(), e);
+            throw CatalogAccessException.raise(new CatalogAccessException(0, "streamcat catalog at " + base
+                    + " is unreachable: " + e.getMessage()));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while calling the streamcat catalog", e);
@@ -88,7 +101,11 @@ final class CatalogRestClient {
         if (status >= 200 && status < 300) {
             return text == null || text.isEmpty() ? JSON.missingNode() : parse(text);
         }
-        throw CatalogApiException.from(method + " " + path, status, text);
+        CatalogApiException refused = CatalogApiException.from(method + " " + path, status, text);
+        if (status == 401 || status == 403) {
+            throw CatalogAccessException.raise(new CatalogAccessException(status, refused.getMessage()));
+        }
+        throw refused;
     }
 
     JsonNode get(String path) {

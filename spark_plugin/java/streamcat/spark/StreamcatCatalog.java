@@ -40,6 +40,8 @@ import java.util.Set;
  * spark.sql.catalog.streamcat.uri   http://localhost:9092
  * </pre>
  *
+ * plus, for a server that wants them, credentials and TLS settings ({@link CatalogCredentials}).
+ *
  * Metadata calls go to the catalog REST API; table data goes through the project's Python data
  * source (see {@link StreamcatTable}). Schema conversion happens on the server: this shim only
  * sends and receives Spark's StructType JSON.
@@ -53,6 +55,7 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
 
     private String name;
     private CatalogRestClient client;
+    private CatalogCredentials credentials;
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -63,7 +66,8 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
                     + "e.g. http://localhost:9092");
         }
         long timeout = Long.parseLong(options.getOrDefault("timeout", "60"));
-        this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout));
+        this.credentials = CatalogCredentials.from(name, options);
+        this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout), credentials);
     }
 
     @Override
@@ -314,6 +318,8 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
         options.put("streamcat.schema.type", version.path("type").asText());
         options.put("streamcat.schema.version", version.path("version").asText());
         options.put("streamcat.schema.id", version.path("id").asText());
+        // Credentials go to the Python source's options only, never into the properties DESCRIBE shows.
+        options.putAll(credentials.sourceOptions());
         String qualified = name + "." + ident.namespace()[0] + "." + ident.name();
         return new StreamcatTable(qualified, schema, properties, options);
     }

@@ -1,0 +1,191 @@
+"""``from_registry`` decode rows/s beside Spark's built-in ``from_avro`` on the same Avro payloads.
+
+    .venv/bin/python bench/registry_functions.py [--rows 2000000] [--cores 2] [--rounds 3]
+
+Runs the whole application on a temporary SQLite database (served in a thread of this
+process) and one local SparkSession (``local[cores]``). One Avro record schema of eight
+fields (long, int, double, float, string, boolean, nullable string, long) is registered in a
+group; ``--rows`` records are serialized once with fastavro and stored in a Parquet file with
+three binary columns: the bare Avro payload, the same payload behind the Confluent prefix
+(0x00 + the schema id) and behind the Pravega header (0x01 + the encoding id). Each contender
+reads the file and sums every decoded field:
+
+- ``from_avro``: Spark's own (``pyspark.sql.avro.functions.from_avro``) on the bare payloads,
+  with the schema's JSON; the connector class it needs is built by ``bench/spark_avro_jar.py``.
+- ``from_registry (confluent)`` and ``from_registry (pravega)``: this project's function on
+  the framed payloads, resolving the writer schema through the registry.
+- ``scan``: ``sum(length(payload))`` over the bare column: the floor (reading the file).
+
+Figures are rows per wall-clock second, the best of ``--rounds`` interleaved rounds (noise only
+ever slows a run down), after a warm-up of each contender; ratios are to ``from_avro`` (target:
+>= 0.5). The contenders must agree on the sums.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from io import BytesIO
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import fastavro
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import spark_plugin
+from bench.spark_avro_jar import build as build_avro_jar
+from catalog_api.server import migrate
+from catalog_api.server.app import create_app
+from catalog_api.server.config import Settings
+from registry.client import RegistryClient, schema_info
+from registry.model import Compatibility, GroupProperties, SerializationFormat
+from registry.serde.confluent import encode_prefix
+from registry.serde.wire import encode_header
+from tests.support.net import serve_in_thread
+
+SCHEMA: dict[str, Any] = {
+    "type": "record",
+    "name": "Click",
+    "namespace": "bench",
+    "fields": [
+        {"name": "id", "type": "long"},
+        {"name": "count", "type": "int"},
+        {"name": "amount", "type": "double"},
+        {"name": "ratio", "type": "float"},
+        {"name": "user", "type": "string"},
+        {"name": "flag", "type": "boolean"},
+        {"name": "ref", "type": ["null", "string"], "default": None},
+        {"name": "at", "type": "long"},
+    ],
+}
+SUMS = ("sum(r.id)", "sum(r.count)", "sum(r.amount)", "sum(r.ratio)", "sum(length(r.user))",
+        "sum(CAST(r.flag AS INT))", "sum(length(r.ref))", "sum(r.at - 1700000000000000)")
+
+
+def record(i: int) -> dict[str, Any]:
+    """Row ``i`` of the data."""
+    return {"id": i, "count": i % 1000, "amount": i * 0.25, "ratio": float(i % 100), "user": f"user-{i % 10000}",
+            "flag": i % 3 == 0, "ref": None if i % 2 else f"ref-{i % 77}", "at": 1700000000000000 + i}
+
+
+def payloads(rows: int) -> list[bytes]:
+    """The Avro payloads (no framing) of every row."""
+    parsed = fastavro.parse_schema(SCHEMA)
+    out = []
+    for i in range(rows):
+        buffer = BytesIO()
+        fastavro.schemaless_writer(buffer, parsed, record(i))
+        out.append(buffer.getvalue())
+    return out
+
+
+def write_file(path: Path, bare: list[bytes], confluent: bytes, pravega: bytes, row_group: int) -> None:
+    """The Parquet file every contender reads."""
+    table = pa.table({
+        "bare": pa.array(bare, pa.binary()),
+        "confluent": pa.array([confluent + p for p in bare], pa.binary()),
+        "pravega": pa.array([pravega + p for p in bare], pa.binary()),
+    })
+    pq.write_table(table, path, row_group_size=row_group)
+
+
+def timed(run: Callable[[], list[Any]]) -> tuple[float, list[Any]]:
+    """Seconds one run takes, and its result."""
+    start = time.perf_counter()
+    result = run()
+    return time.perf_counter() - start, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+    from pyspark.sql import SparkSession
+    from pyspark.sql.avro.functions import from_avro
+
+    from spark_plugin.functions import from_registry
+
+    root = Path(tempfile.mkdtemp(prefix="streamcat-bench-functions-"))
+    try:
+        url = f"sqlite:///{root / 'catalog.db'}"
+        migrate.upgrade(url)
+        with serve_in_thread(create_app(Settings(database_url=url, warehouse=str(root / "warehouse")))) as uri:
+            client = RegistryClient(uri, "bench")
+            client.create_group("clicks", GroupProperties(SerializationFormat("Avro"), Compatibility.of("Backward"),
+                                                          False, {}))
+            version = client.add_schema("clicks", schema_info("Avro", json.dumps(SCHEMA)))
+            confluent = encode_prefix(version.id)
+            pravega = encode_header(client.encoding_id("clicks", version))
+            started = time.perf_counter()
+            data = root / "payloads.parquet"
+            write_file(data, payloads(args.rows), confluent, pravega, max(args.rows // (4 * args.cores), 1))
+            print(f"{args.rows:,} payloads written in {time.perf_counter() - started:.1f} s")
+
+            builder = (SparkSession.builder.master(f"local[{args.cores}]").appName("streamcat-bench-functions")
+                       .config("spark.ui.enabled", "false")
+                       .config("spark.sql.shuffle.partitions", str(args.cores)))
+            conf = spark_plugin.spark_conf(uri)
+            conf["spark.jars"] = f"{conf['spark.jars']},{build_avro_jar()}"
+            for key, value in conf.items():
+                builder = builder.config(key, value)
+            spark = builder.getOrCreate()
+            spark.sparkContext.setLogLevel("ERROR")
+            schema_json = json.dumps(SCHEMA)
+
+            def contender(decode: Callable[[Any], Any], column: str) -> Callable[[], list[Any]]:
+                def run() -> list[Any]:
+                    frame = spark.read.parquet(str(data)).select(decode(column).alias("r"))
+                    return list(frame.selectExpr(*SUMS).collect()[0])
+
+                return run
+
+            def scan() -> list[Any]:
+                return list(spark.read.parquet(str(data)).selectExpr("sum(length(bare))").collect()[0])
+
+            contenders: dict[str, Callable[[], list[Any]]] = {
+                "from_avro": contender(lambda c: from_avro(c, schema_json), "bare"),
+                "from_registry (confluent)": contender(
+                    lambda c: from_registry(c, uri, "clicks", namespace="bench"), "confluent"),
+                "from_registry (pravega)": contender(
+                    lambda c: from_registry(c, uri, "clicks", namespace="bench"), "pravega"),
+                "scan": scan,
+            }
+            best: dict[str, float] = {}
+            answers: dict[str, list[Any]] = {}
+            for run in contenders.values():  # warm-up: JIT, Python workers, schema caches
+                run()
+            for _ in range(args.rounds):
+                for name, run in contenders.items():
+                    seconds, answers[name] = timed(run)
+                    best[name] = min(best.get(name, seconds), seconds)
+            spark.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+    expected = answers["from_avro"]
+    for name in contenders:
+        if name != "scan" and answers[name] != expected:
+            raise SystemExit(f"{name} disagrees with from_avro: {answers[name]} != {expected}")
+    baseline = args.rows / best["from_avro"]
+    print(f"\n{args.rows:,} rows, local[{args.cores}], best of {args.rounds} rounds; ratio to from_avro "
+          "(target for from_registry: >= 0.5)")
+    for name in contenders:
+        rate = args.rows / best[name]
+        print(f"  {name:<28} {rate:>12,.0f} rows/s   {rate / baseline:5.2f}")
+
+
+if __name__ == "__main__":
+    main()

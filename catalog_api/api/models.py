@@ -1,0 +1,577 @@
+"""The catalog's wire models: every JSON body of ``/v1/scopes/...``, declared once.
+
+As in ``registry.api.models``: views read and answer with them, the OpenAPI document is
+generated from them, ``catalog_api.client`` builds and checks with them, and conversion to
+and from the domain objects (``catalog_api.model``) is here. No Flask, werkzeug or SQLAlchemy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from catalog_api import model as domain
+from catalog_api.model import CHUNK_KINDS
+from registry.api.models import Compatibility, VersionInfo
+from registry.api.wire import (
+    MAX_INT64,
+    Flag,
+    FromQueryText,
+    Int32,
+    Int64,
+    Name,
+    NullMeansDefault,
+    Query,
+    StringMap,
+    WholeNumber,
+    Wire,
+    omitted,
+)
+
+if TYPE_CHECKING:
+    ChunkKind = str
+else:
+    ChunkKind = Literal[CHUNK_KINDS]
+
+#: Stream cuts, commit numbers and times in query strings (and truncation's cut) stay below this.
+MAX_CUT = 2**62
+Count = Annotated[int, Field(ge=0, le=MAX_INT64), WholeNumber]
+Cut = Annotated[int, Field(ge=0, le=MAX_CUT), WholeNumber]
+Positive = Annotated[int, Field(ge=1, le=MAX_INT64), WholeNumber]
+#: A Spark data type in its JSON form: a name (``"integer"``) or an object (struct, array, map).
+SparkType = str | dict[str, Any]
+#: The USING clause of CREATE TABLE, in either case.
+TableFormat = Literal["avro", "protobuf", "json", "AVRO", "PROTOBUF", "JSON"]
+
+
+# -- scopes ------------------------------------------------------------------------------------------
+
+
+class CreateScopeRequest(Wire):
+    """``POST /v1/scopes``."""
+
+    scope_name: Name
+    comment: Annotated[str, NullMeansDefault] = ""
+    properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+
+    def to_domain(self) -> domain.Scope:
+        """The scope to create."""
+        return domain.Scope(self.scope_name, self.comment, dict(self.properties))
+
+
+class UpdateScopeRequest(Wire):
+    """``PUT /v1/scopes/{scope}``: properties to set and to remove (removals first), a new comment."""
+
+    properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+    remove_properties: Annotated[list[str], NullMeansDefault] = Field(default_factory=list)
+    comment: str | None = None
+
+
+class Scope(Wire):
+    """A scope: a Spark database and the registry namespace of the same name."""
+
+    scope_name: str
+    comment: str
+    properties: StringMap
+    created_at: int
+
+    @classmethod
+    def of(cls, scope: domain.Scope) -> Scope:
+        """The wire form of ``scope``."""
+        return cls.model_construct(
+            scope_name=scope.name, comment=scope.comment, properties=dict(scope.properties), created_at=scope.created_at
+        )
+
+
+class ScopeList(Wire):
+    """A page of scopes and the token of the next page."""
+
+    scopes: list[Scope]
+    continuation_token: str
+
+
+# -- streams -----------------------------------------------------------------------------------------
+
+
+class ScalingPolicy(Wire):
+    """How many segments a stream has (Pravega's shape; only fixed segment counts)."""
+
+    type: Literal["FIXED_NUM_SEGMENTS"] = "FIXED_NUM_SEGMENTS"
+    min_segments: Annotated[int, Field(ge=1, le=1024), WholeNumber] = 1
+
+
+class RetentionPolicy(Wire):
+    """How long, or up to what size, a stream keeps its data; unset members are left out."""
+
+    retention_time_millis: Positive | None = omitted()
+    retention_size_bytes: Positive | None = omitted()
+
+
+class _StreamSettings(Wire):
+    """What creating a stream or a table says about the stream."""
+
+    scaling_policy: ScalingPolicy | None = None
+    retention_policy: RetentionPolicy | None = None
+    location: Annotated[str, Field(min_length=1, max_length=2048)] | None = None
+
+    def stream_config(self) -> domain.StreamConfig:
+        """The stream's layout and retention."""
+        retention = self.retention_policy or RetentionPolicy()
+        return domain.StreamConfig(
+            segments=self.scaling_policy.min_segments if self.scaling_policy else 1,
+            retention_ms=retention.retention_time_millis,
+            retention_bytes=retention.retention_size_bytes,
+        )
+
+
+class CreateStreamRequest(_StreamSettings):
+    """``POST /v1/scopes/{scope}/streams``."""
+
+    stream_name: Name
+
+
+class StreamStateRequest(Wire):
+    """``PUT .../state``: only sealing is supported."""
+
+    stream_state: Literal["SEALED"]
+
+
+class TruncateRequest(Wire):
+    """``POST .../truncate``: hide every commit up to and including this stream cut."""
+
+    stream_cut: Cut
+
+
+class Stream(Wire):
+    """A stream: commits of chunk files under one location."""
+
+    scope_name: str
+    stream_name: str
+    location: str
+    scaling_policy: ScalingPolicy
+    retention_policy: RetentionPolicy
+    stream_state: Literal["ACTIVE", "SEALED"]
+    truncated_at: int
+    last_commit: int
+    created_at: int
+
+    @classmethod
+    def of(cls, stream: domain.Stream) -> Stream:
+        """The wire form of ``stream``."""
+        config = stream.config
+        return cls.model_construct(
+            scope_name=stream.scope,
+            stream_name=stream.name,
+            location=stream.location,
+            scaling_policy=ScalingPolicy.model_construct(min_segments=config.segments),
+            retention_policy=RetentionPolicy.model_construct(
+                retention_time_millis=config.retention_ms, retention_size_bytes=config.retention_bytes
+            ),
+            stream_state="SEALED" if stream.sealed else "ACTIVE",
+            truncated_at=stream.truncated_at,
+            last_commit=stream.last_commit,
+            created_at=stream.created_at,
+        )
+
+
+class StreamList(Wire):
+    """A page of streams and the token of the next page."""
+
+    streams: list[Stream]
+    continuation_token: str
+
+
+# -- tables ------------------------------------------------------------------------------------------
+
+
+class StructType(Wire):
+    """A Spark StructType in its JSON form (``DataType.json()``); the fields are checked when the
+    schema is converted, with errors that name the field."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["struct"]
+    fields: list[Any]
+
+
+class CreateTableRequest(_StreamSettings):
+    """``POST /v1/scopes/{scope}/tables``: the stream, its group and the first schema version."""
+
+    table_name: Name
+    schema_: StructType = Field(alias="schema")
+    format: TableFormat | None = None
+    compatibility: Compatibility | None = None
+    comment: Annotated[str, NullMeansDefault] = ""
+    properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+
+
+ColumnPath = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class ColumnPosition(Wire):
+    """Where a column goes: first, or after a named sibling."""
+
+    first: bool | None = None
+    after: str | None = None
+
+
+class _Change(Wire):
+    """One table change (Spark's TableChange), told apart by ``op``."""
+
+    def to_change(self) -> dict[str, Any]:
+        """The change as catalog_api.changes reads it: what the client sent, null members left out."""
+        return {k: v for k, v in self.model_dump(mode="json", exclude_unset=True).items() if v is not None}
+
+
+class AddColumn(_Change):
+    """Add a column at ``path`` (nullable unless said otherwise; last unless placed)."""
+
+    op: Literal["addColumn"]
+    path: ColumnPath
+    type: SparkType
+    nullable: bool = True
+    comment: str | None = None
+    position: ColumnPosition | None = None
+
+
+class DropColumn(_Change):
+    """Drop the column at ``path``."""
+
+    op: Literal["dropColumn"]
+    path: ColumnPath
+
+
+class RenameColumn(_Change):
+    """Rename the column at ``path``; the old name stays an alias (docs/decisions.md)."""
+
+    op: Literal["renameColumn"]
+    path: ColumnPath
+    new_name: Annotated[str, Field(min_length=1)]
+
+
+class UpdateColumnType(_Change):
+    """Change the column's type (the group's policy decides whether that is allowed)."""
+
+    op: Literal["updateColumnType"]
+    path: ColumnPath
+    type: SparkType
+
+
+class UpdateColumnNullability(_Change):
+    """Make the column nullable or not."""
+
+    op: Literal["updateColumnNullability"]
+    path: ColumnPath
+    nullable: bool
+
+
+class UpdateColumnComment(_Change):
+    """Set (or with null, clear) the column's comment."""
+
+    op: Literal["updateColumnComment"]
+    path: ColumnPath
+    comment: str | None = None
+
+
+class UpdateColumnPosition(_Change):
+    """Move the column (to the end when no position is given)."""
+
+    op: Literal["updateColumnPosition"]
+    path: ColumnPath
+    position: ColumnPosition | None = None
+
+
+class SetProperty(_Change):
+    """Set a table property (``compatibility`` sets the group's policy instead)."""
+
+    op: Literal["setProperty"]
+    key: str
+    value: str
+
+
+class RemoveProperty(_Change):
+    """Remove a table property."""
+
+    op: Literal["removeProperty"]
+    key: str
+
+
+class SetComment(_Change):
+    """Set (or with null, clear) the table's comment."""
+
+    op: Literal["setComment"]
+    comment: str | None = None
+
+
+class SetCompatibility(_Change):
+    """Set the compatibility policy of the table's group."""
+
+    op: Literal["setCompatibility"]
+    compatibility: Compatibility
+
+
+TableChange = Annotated[
+    AddColumn
+    | DropColumn
+    | RenameColumn
+    | UpdateColumnType
+    | UpdateColumnNullability
+    | UpdateColumnComment
+    | UpdateColumnPosition
+    | SetProperty
+    | RemoveProperty
+    | SetComment
+    | SetCompatibility,
+    Field(discriminator="op"),
+]
+
+
+class AlterTableRequest(Wire):
+    """``PATCH /v1/scopes/{scope}/tables/{table}``: changes applied in order, all or none;
+    with ``expectedVersion``, only if the table is still at that version."""
+
+    expected_version: Annotated[int, WholeNumber] | None = None
+    changes: list[TableChange]
+
+    def to_changes(self) -> list[dict[str, Any]]:
+        """The changes as the catalog service takes them."""
+        return [change.to_change() for change in self.changes]
+
+
+class Table(Wire):
+    """A table: its stream, its schema group, and the Spark schema of the group's latest version."""
+
+    scope_name: str
+    table_name: str
+    version: int
+    format: str
+    group: str
+    type_name: str
+    schema_: StructType = Field(alias="schema")
+    schema_version: VersionInfo
+    compatibility: Compatibility
+    comment: str
+    properties: StringMap
+    stream: Stream
+
+    @classmethod
+    def of(cls, table: domain.Table) -> Table:
+        """The wire form of ``table`` (its group has the table's name)."""
+        return cls.model_construct(
+            scope_name=table.scope,
+            table_name=table.name,
+            version=table.version,
+            format=table.format,
+            group=table.name,
+            type_name=table.type_name,
+            schema_=StructType.model_construct(**table.schema),
+            schema_version=VersionInfo.of(table.schema_version),
+            compatibility=Compatibility.of(table.compatibility),
+            comment=table.comment,
+            properties=dict(table.properties),
+            stream=Stream.of(table.stream),
+        )
+
+
+class TableList(Wire):
+    """A page of tables and the token of the next page."""
+
+    tables: list[Table]
+    continuation_token: str
+
+
+# -- commits -----------------------------------------------------------------------------------------
+
+
+class ChunkInfo(Wire):
+    """A chunk file: its path relative to the stream's location, what it holds, its statistics.
+    ``commit`` is the number of the commit that added it (ignored in a commit request)."""
+
+    path: Annotated[str, Field(min_length=1, max_length=1024)]
+    kind: ChunkKind
+    segment: Annotated[Int32, NullMeansDefault] = 0
+    event_count: Count
+    bytes: Count
+    encoding_ids: Annotated[list[Int32], NullMeansDefault] = Field(default_factory=list)
+    min_event_time: Int64 | None = None
+    max_event_time: Int64 | None = None
+    stats: Annotated[dict[str, Any], NullMeansDefault] = Field(default_factory=dict)
+    commit: Annotated[int, WholeNumber] = 0
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_stream(cls, path: str) -> str:
+        # A pattern could say this too, but not readably; the message says what is wrong.
+        parts = path.split("/")
+        if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
+            raise ValueError(f"chunk path {path!r} must be relative to the stream's location, without '..'")
+        return path
+
+    @classmethod
+    def of(cls, chunk: domain.Chunk) -> ChunkInfo:
+        """The wire form of ``chunk``."""
+        return cls.model_construct(
+            path=chunk.path,
+            kind=chunk.kind,
+            segment=chunk.segment,
+            event_count=chunk.event_count,
+            bytes=chunk.bytes,
+            encoding_ids=list(chunk.encoding_ids),
+            min_event_time=chunk.min_event_time,
+            max_event_time=chunk.max_event_time,
+            stats=dict(chunk.stats),
+            commit=chunk.commit,
+        )
+
+    def to_domain(self) -> domain.Chunk:
+        """The domain object."""
+        return domain.Chunk(
+            path=self.path,
+            kind=self.kind,
+            segment=self.segment,
+            event_count=self.event_count,
+            bytes=self.bytes,
+            encoding_ids=tuple(self.encoding_ids),
+            min_event_time=self.min_event_time,
+            max_event_time=self.max_event_time,
+            stats=dict(self.stats),
+            commit=self.commit,
+        )
+
+
+class CommitRequest(Wire):
+    """``POST .../commits``: chunks made visible at once (none only to empty the stream, with
+    ``overwrite``). A repeated (writerId, writerSequence) is acknowledged (200) and changes nothing."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "anyOf": [
+                        {"properties": {"chunks": {"minItems": 1}}},
+                        {"required": ["overwrite"], "properties": {"overwrite": {"const": True}}},
+                    ]
+                },
+                {
+                    "anyOf": [
+                        {"properties": {"writerId": {"type": "null"}, "writerSequence": {"type": "null"}}},
+                        {
+                            "required": ["writerId", "writerSequence"],
+                            "properties": {"writerId": {"type": "string"}, "writerSequence": {"type": "integer"}},
+                        },
+                    ]
+                },
+            ]
+        }
+    )
+
+    chunks: Annotated[list[ChunkInfo], Field(max_length=100_000)]
+    overwrite: Annotated[bool, NullMeansDefault] = False
+    writer_id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    writer_sequence: Count | None = None
+    properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _whole(self) -> CommitRequest:
+        if not self.chunks and not self.overwrite:
+            raise ValueError("a commit needs at least one chunk (or overwrite, to empty the stream)")
+        if (self.writer_id is None) != (self.writer_sequence is None):
+            raise ValueError("writerId and writerSequence go together")
+        paths = [c.path for c in self.chunks]
+        if len(set(paths)) != len(paths):
+            raise ValueError("a commit lists the same chunk path twice")
+        # A commit stores the sums of its chunks' counts, which must fit 64 bits too.
+        for name, total in (
+            ("eventCount", sum(c.event_count for c in self.chunks)),
+            ("bytes", sum(c.bytes for c in self.chunks)),
+        ):
+            if total > MAX_INT64:
+                raise ValueError(f"the chunks' {name} add up to more than {MAX_INT64}")
+        return self
+
+
+class Commit(Wire):
+    """One commit of a stream; ``duplicate`` tells a repeated (writerId, writerSequence)."""
+
+    number: int
+    overwrite: bool
+    writer_id: str | None
+    writer_sequence: int | None
+    event_count: int
+    bytes: int
+    chunk_count: int
+    timestamp: int
+    properties: StringMap
+    duplicate: bool
+
+    @classmethod
+    def of(cls, commit: domain.Commit) -> Commit:
+        """The wire form of ``commit``."""
+        return cls.model_construct(
+            number=commit.number,
+            overwrite=commit.overwrite,
+            writer_id=commit.writer_id,
+            writer_sequence=commit.writer_sequence,
+            event_count=commit.event_count,
+            bytes=commit.bytes,
+            chunk_count=commit.chunk_count,
+            timestamp=commit.created_at,
+            properties=dict(commit.properties),
+            duplicate=commit.duplicate,
+        )
+
+
+class CommitList(Wire):
+    """Commits, oldest first."""
+
+    commits: list[Commit]
+
+
+class Snapshot(Wire):
+    """The chunks to read at a stream cut (or appended after a position)."""
+
+    stream_cut: int
+    chunks: list[ChunkInfo]
+
+    @classmethod
+    def of(cls, snapshot: domain.Snapshot) -> Snapshot:
+        """The wire form of ``snapshot``."""
+        return cls.model_construct(stream_cut=snapshot.cut, chunks=[ChunkInfo.of(c) for c in snapshot.chunks])
+
+    def to_domain(self) -> domain.Snapshot:
+        """The domain object."""
+        return domain.Snapshot(self.stream_cut, [c.to_domain() for c in self.chunks])
+
+
+# -- query strings -----------------------------------------------------------------------------------
+
+QueryCut = Annotated[int, Field(ge=0, le=MAX_CUT), FromQueryText]
+
+
+class CommitsQuery(Query):
+    """Commits numbered above ``after``, at most ``limit`` of them."""
+
+    after: QueryCut | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000), FromQueryText] | None = None
+
+
+class ChunksQuery(Query):
+    """Which chunks: at a stream cut (latest by default), as of a time (epoch millis), or
+    appended after a commit number (for streaming reads)."""
+
+    stream_cut: QueryCut | None = None
+    as_of_time: QueryCut | None = None
+    after: QueryCut | None = None
+
+
+class PurgeQuery(Query):
+    """Whether deleting also removes the files under the stream's location."""
+
+    purge: Flag = False
+
+
+class DeleteScopeQuery(PurgeQuery):
+    """Whether deleting a scope also deletes what it holds (cascade) and their files (purge)."""
+
+    cascade: Flag = False

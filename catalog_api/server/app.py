@@ -1,0 +1,97 @@
+"""The application factory: one Flask WSGI app serving the registry and the catalog."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, jsonify, request
+from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import HTTPException
+
+from catalog_api.api import routes as catalog_routes
+from catalog_api.server import meta, observability
+from catalog_api.server.config import Settings
+from catalog_api.server.extensions import Streamcat
+from registry.api import routes as registry_routes
+from registry.confluent import routes as confluent_routes
+from registry.errors import BadRequest, StreamcatError
+
+log = logging.getLogger(__name__)
+
+
+def _error(status: int, code: str, message: str, extra: dict[str, Any] | None = None) -> Response:
+    body: dict[str, Any] = {"error": {"code": code, "message": message, **(extra or {})}}
+    response = jsonify(body)
+    response.status_code = status
+    return response
+
+
+#: PostgreSQL's serialization failure and deadlock: the transaction was rolled back whole.
+_RETRYABLE_SQLSTATES = {"40001", "40P01"}
+
+
+def _retryable(error: OperationalError) -> bool:
+    if getattr(error.orig, "sqlstate", None) in _RETRYABLE_SQLSTATES:
+        return True
+    return "database is locked" in str(error.orig)
+
+
+def _register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(StreamcatError)
+    def _domain(error: StreamcatError) -> Response:
+        response = jsonify(error.to_json())
+        response.status_code = error.status
+        # Some errors answer with headers too: a 401's WWW-Authenticate challenges.
+        response.headers.extend(getattr(error, "headers", ()))
+        return response
+
+    @app.errorhandler(HTTPException)
+    def _http(error: HTTPException) -> Response:
+        code = (error.name or "Error").replace(" ", "")
+        status = error.code or 500
+        if status == 413:
+            limit = app.config.get("MAX_CONTENT_LENGTH")
+            return _error(413, "PayloadTooLarge", f"the request body exceeds the limit of {limit} bytes")
+        return _error(status, code, error.description or code)
+
+    @app.errorhandler(OperationalError)
+    def _database_busy(error: OperationalError) -> Response:
+        # SQLite's write lock held past the busy timeout, PostgreSQL's serialization failures
+        # and deadlocks: nothing was written, and the same request may succeed if sent again.
+        if not _retryable(error):
+            return _unexpected(error)
+        log.warning("database busy: %s", error.orig)
+        response = _error(503, "DatabaseBusy", "the database is busy; retry the request")
+        response.headers["Retry-After"] = "1"
+        return response
+
+    @app.errorhandler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        log.exception("unhandled error", exc_info=error)
+        return _error(500, "InternalError", "internal error; the server log has the details")
+
+
+def _refuse_nul() -> None:
+    # PostgreSQL cannot store NUL characters; refuse them wherever a name can come from.
+    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in request.args.items(multi=True)):
+        raise BadRequest("NUL character in the request path or query")
+
+
+def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
+    """A configured application. ``config`` is Settings, overrides of them, or None (environment)."""
+    settings = Settings.coerce(config)
+    app = Flask(__name__)
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    Streamcat.init_app(app, settings)
+
+    app.before_request(_refuse_nul)
+    observability.init_app(app, settings.access_log)
+    app.register_blueprint(meta.bp)
+    registry_routes.register(app)
+    catalog_routes.register(app)
+    confluent_routes.register(app)
+    _register_error_handlers(app)
+    return app

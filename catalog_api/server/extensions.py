@@ -1,0 +1,64 @@
+"""The Flask extension that owns the database engine and wires stores and services together.
+
+This is where the layers meet: the registry's store and service, and the catalog's store and
+service over the same engine, with the catalog reaching the registry's groups inside its own
+transactions (a registry service over a store bound to the catalog's session).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from flask import Flask
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from catalog_api.groups import SchemaGroups
+from catalog_api.server.auth.store import PrincipalStore
+from catalog_api.server.config import Settings
+from catalog_api.service import CatalogService
+from catalog_api.sql import SqlCatalogStore
+from registry.db import make_engine
+from registry.service import RegistryService
+from registry.store.sql import SqlRegistryStore
+
+
+@dataclass
+class Streamcat:
+    """Everything a request handler needs: settings, engine, services, and who may call them."""
+
+    settings: Settings
+    engine: Engine
+    registry: RegistryService
+    catalog: CatalogService
+    #: users, API tokens and grants (read on every authenticated request)
+    principals: PrincipalStore
+
+    @classmethod
+    def create(cls, settings: Settings) -> Streamcat:
+        """The engine and services for ``settings``, outside any application (admin commands use this)."""
+        engine = make_engine(settings.database_url)
+        registry_store = SqlRegistryStore(engine)
+        registry = RegistryService(registry_store)
+
+        def groups_in(session: Session) -> SchemaGroups:
+            # The same service (and caches) over a store that works inside the catalog's transaction.
+            return registry.using(registry_store.bound(session))
+
+        catalog = CatalogService(
+            SqlCatalogStore(engine, groups_in), registry, settings.warehouse, settings.allowed_locations
+        )
+        principals = PrincipalStore(engine)
+        return cls(settings=settings, engine=engine, registry=registry, catalog=catalog, principals=principals)
+
+    @classmethod
+    def init_app(cls, app: Flask, settings: Settings) -> Streamcat:
+        """Build the engine and services for ``settings`` and attach them to ``app``."""
+        ext = cls.create(settings)
+        app.extensions["streamcat"] = ext
+        app.config["STREAMCAT_LIST_LIMIT"] = settings.list_limit
+        return ext
+
+    def close(self) -> None:
+        """Close the database connections."""
+        self.engine.dispose()

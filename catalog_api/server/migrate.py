@@ -1,0 +1,79 @@
+"""Database schema state: where a database stands against the Alembic revisions."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, Engine
+
+import catalog_api.orm  # noqa: F401  (the catalog's tables are part of the models checked)
+import registry.confluent.orm
+import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
+from migrations import alembic_config
+from registry.db import Base, make_engine
+from registry.errors import StreamcatError
+
+
+class SchemaBehind(StreamcatError):
+    """The database has not been migrated to the revisions this code needs."""
+
+    status = 503
+    code = "DatabaseNotMigrated"
+
+
+@cache
+def head_revisions(database_url: str) -> frozenset[str]:
+    """The newest revisions in ``migrations/`` (read once: readiness probes ask often)."""
+    return frozenset(ScriptDirectory.from_config(alembic_config(database_url)).get_heads())
+
+
+def current_revisions_of(conn: Connection) -> set[str]:
+    """The revisions the database behind ``conn`` is at (empty for a fresh database)."""
+    return set(MigrationContext.configure(conn).get_current_heads())
+
+
+def current_revisions(engine: Engine) -> set[str]:
+    """The revisions the database is at (empty for a fresh database)."""
+    with engine.connect() as conn:
+        return current_revisions_of(conn)
+
+
+def require_current(database_url: str) -> None:
+    """Raise SchemaBehind, saying what to run, unless the database is at head."""
+    engine = make_engine(database_url)
+    try:
+        current = current_revisions(engine)
+    finally:
+        engine.dispose()
+    heads = head_revisions(database_url)
+    if current != heads:
+        at = ", ".join(sorted(current)) or "no revision (empty database)"
+        raise SchemaBehind(
+            f"the database is at {at} but this server needs {', '.join(sorted(heads))}; "
+            "run `streamcat db upgrade` (or start with `streamcat serve --migrate`)"
+        )
+
+
+def upgrade(database_url: str, revision: str = "head") -> None:
+    """Apply revisions up to ``revision``."""
+    command.upgrade(alembic_config(database_url), revision)
+
+
+def downgrade(database_url: str, revision: str) -> None:
+    """Revert revisions down to ``revision`` (``base`` empties the database)."""
+    command.downgrade(alembic_config(database_url), revision)
+
+
+def model_drift(database_url: str) -> list[str]:
+    """Differences between the ORM models and the migrated database (empty: none)."""
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as conn:
+            context = MigrationContext.configure(conn, opts={"compare_type": True})
+            return [str(diff) for diff in compare_metadata(context, Base.metadata)]
+    finally:
+        engine.dispose()
