@@ -8,7 +8,8 @@ GunicornServer: worker count, gthread worker class, threads, keep-alive), a bare
 whose one endpoint returns the same JSON document as the registry's encoding-info answer.
 Client threads with keep-alive connections then GET, for ``--duration`` seconds each (after
 a warm-up, so the registry's caches are warm): encoding info, schema by id, and the bare
-endpoint. Target: each cached registry GET at >= 70% of the bare endpoint's requests/s.
+endpoint. Target: each cached registry GET at >= 90% of the bare endpoint (requests/s, and
+server CPU per request).
 
 Part 2 builds a group of ``--versions`` Avro versions over HTTP, each adding one nullable
 field with a default (so every version can read all earlier ones), and times ``validate``
@@ -63,7 +64,7 @@ from registry.model import Compatibility, GroupProperties, SchemaInfo, Serializa
 from registry.service import RegistryService  # noqa: E402
 from registry.store.sql import SqlRegistryStore  # noqa: E402
 
-GET_TARGET = 0.70
+GET_TARGET = 0.90
 ADD_TARGET_SECONDS = 1.0
 BIG_GROUP = "big"
 
@@ -141,10 +142,10 @@ def child_server(command: list[str], env: dict[str, str], probe: str, log: Path)
                 if process.poll() is not None:
                     raise RuntimeError(f"{command} exited with {process.returncode}; see {log}")
                 try:
-                    if requests.get(probe, timeout=1).ok:
+                    if requests.get(probe, timeout=5).ok:
                         break
-                except requests.ConnectionError:
-                    pass
+                except (requests.ConnectionError, requests.Timeout):
+                    pass  # not listening yet, or a busy machine: ask again
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"{probe} did not answer in 60 s; see {log}")
                 time.sleep(0.1)

@@ -19,6 +19,7 @@ from catalog_api.model import Chunk
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
 from registry.client import raise_for, read, write
+from registry.credentials import ClientCert, Credentials
 
 #: Page size of the listings the client walks through.
 _PAGE = 500
@@ -34,12 +35,26 @@ def _checked(model: type[BaseModel], answer: Any) -> dict[str, Any]:
 
 
 class CatalogClient:
-    """Talks to the catalog REST API. Answers are plain JSON dicts (the REST shapes)."""
+    """Talks to the catalog REST API. Answers are plain JSON dicts (the REST shapes).
 
-    def __init__(self, url: str, *, timeout: float = 60.0, session: requests.Session | None = None) -> None:
+    Credentials and TLS as for ``registry.client.RegistryClient``: ``token=`` or ``auth=(user,
+    password)``, ``verify=`` (a PEM CA bundle), ``cert=`` (a client certificate).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = 60.0,
+        session: requests.Session | None = None,
+        token: str | None = None,
+        auth: tuple[str, str] | None = None,
+        verify: bool | str | None = None,
+        cert: ClientCert | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
-        self.http = session or requests.Session()
+        self.http = Credentials.of(token=token, auth=auth, verify=verify, cert=cert).session(session)
 
     def _call(self, method: str, path: str, body: Any = None, params: dict[str, Any] | None = None) -> Any:
         response = self.http.request(method, f"{self.url}{path}", json=body, params=params, timeout=self.timeout)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import logging
 import re
@@ -21,7 +22,7 @@ from catalog_api.groups import SchemaGroups
 from catalog_api.model import TABLE_FORMATS, Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
 from catalog_api.schema import to_schema, to_struct
 from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
-from registry.errors import BadRequest, Conflict, WriteConflict
+from registry.errors import BadRequest, Conflict, GroupNotFound, WriteConflict
 from registry.ids import GroupName, Namespace, TypeName
 from registry.model import (
     OWNER_PROPERTY,
@@ -243,7 +244,10 @@ class CatalogService:
         """The table as clients see it: its record, with the schema and policy of its group."""
         stream = record.stream
         namespace, group = Namespace(stream.scope), GroupName(stream.name)
-        properties = groups.get_group(namespace, group)
+        try:
+            properties = groups.get_group(namespace, group)
+        except GroupNotFound:
+            raise _lost_group(stream.scope, stream.name) from None
         latest = groups.latest_version(namespace, group)
         if latest is None:
             raise Conflict(f"table {stream.scope}.{stream.name} has no schema: every version of its group is deleted")
@@ -319,8 +323,7 @@ class CatalogService:
                 elif op == "setComment":
                     comment = str(change.get("comment") or "")
                 elif op == "setCompatibility":
-                    policy = Compatibility.from_json(change["compatibility"])
-                    groups.update_compatibility(namespace, group, policy, None)
+                    groups.update_compatibility(namespace, group, change["compatibility"], None)
             schema = apply_column_changes(current.schema, changes)
             if schema != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(schema, record.format, name, scope))
@@ -343,7 +346,9 @@ class CatalogService:
         """Drop the table: stream, commits and group; with purge also its files, if the server manages them."""
 
         def unregister(groups: SchemaGroups) -> None:
-            groups.drop_group(Namespace(scope), GroupName(name))
+            # A table that lost its group (_lost_group) is dropped all the same.
+            with contextlib.suppress(GroupNotFound):
+                groups.drop_group(Namespace(scope), GroupName(name))
 
         gone = self.store.drop_table(scope, name, unregister)
         if purge:
@@ -384,7 +389,12 @@ class CatalogService:
                     raise BadRequest(
                         f"chunk {c.path}: segment {c.segment} is not one of the stream's {target.config.segments}"
                     )
-            unknown = groups.unknown_encodings(Namespace(scope), GroupName(stream), wanted) if is_table else ()
+            if not is_table:
+                return
+            try:
+                unknown = groups.unknown_encodings(Namespace(scope), GroupName(stream), wanted)
+            except GroupNotFound:
+                raise _lost_group(scope, stream) from None
             if wanted and unknown:
                 raise BadRequest(f"encoding ids {sorted(unknown)} are not encodings of group {stream!r}")
 
@@ -448,6 +458,13 @@ class CatalogService:
     def referenced_paths(self, scope: str, stream: str) -> set[str]:
         """Paths of the stream's chunks that a commit still makes visible."""
         return self.store.chunk_paths(scope, stream)
+
+
+def _lost_group(scope: str, table: str) -> Conflict:
+    """The answer about a table whose group is gone. Dropping a table or its scope locks the
+    table's stream before its group, and the registry API refuses to delete a table's group, so
+    only a hand in the database gets here: a conflict to clear up by dropping the table, not a 500."""
+    return Conflict(f"table {scope}.{table} has no schema group {table!r}; drop the table and create it again")
 
 
 def _schema_info(struct: dict[str, Any], fmt: str, table: str, scope: str) -> SchemaInfo:

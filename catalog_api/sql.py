@@ -1,5 +1,11 @@
 """The catalog store on SQLAlchemy, on the same database (and, for group work, in the same
-transactions) as the registry's store."""
+transactions) as the registry's store.
+
+Write transactions lock rows in one order, scope, stream, table, group, versions (the registry's
+store takes the last two), so that no two of them wait for each other in a circle; each is run
+again when PostgreSQL rolls it back all the same (registry.db.retried). docs/decisions.md has the
+order and what each operation locks.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from catalog_api.store import (
     UpdateTable,
     ViewTable,
 )
-from registry.db import Transactions, now_ms
+from registry.db import Transactions, now_ms, retried
 from registry.errors import AlreadyExists, BadRequest, Conflict
 from registry.pagination import decode_token
 
@@ -103,15 +109,19 @@ class SqlCatalogStore(CatalogStore):
     def __init__(self, engine: Engine, groups_in: GroupsIn) -> None:
         self.engine = engine
         self._groups_in = groups_in
-        tx = Transactions(engine)
-        self._read, self._write = tx.read, tx.write
+        self._tx = Transactions(engine)
+        self._read, self._write = self._tx.read, self._tx.write
 
     # -- lookups ------------------------------------------------------------------------------
 
     @staticmethod
-    def _scope_row(session: Session, name: str, *, lock: bool = False) -> ScopeRow:
+    def _scope_row(session: Session, name: str, *, lock: bool = False, share: bool = False) -> ScopeRow:
+        """The scope's row; ``lock``: locked for update; ``share``: locked against its deletion only
+        (FOR KEY SHARE, which creations of streams in it take, and which do not exclude each other)."""
         query = select(ScopeRow).where(ScopeRow.name == name)
-        row = session.scalars(query.with_for_update() if lock else query).one_or_none()
+        if lock or share:
+            query = query.with_for_update(read=share, key_share=share)
+        row = session.scalars(query).one_or_none()
         if row is None:
             raise ScopeNotFound(f"scope {name!r} not found")
         return row
@@ -131,7 +141,8 @@ class SqlCatalogStore(CatalogStore):
             stream = self._stream_row(session, scope, name, lock=lock)
         except StreamNotFound:
             raise TableNotFound(f"table {name!r} not found in scope {scope!r}") from None
-        table = session.get(TableRow, stream.id)
+        query = select(TableRow).where(TableRow.stream_id == stream.id)
+        table = session.scalars(query.with_for_update() if lock else query).one_or_none()
         if table is None:
             raise TableNotFound(f"{scope}.{name} is a stream, not a table")
         return stream, table
@@ -141,6 +152,7 @@ class SqlCatalogStore(CatalogStore):
 
     # -- scopes --------------------------------------------------------------------------------
 
+    @retried
     def create_scope(self, scope: Scope) -> Scope:
         try:
             with self._write() as session:
@@ -163,6 +175,7 @@ class SqlCatalogStore(CatalogStore):
             rows = session.scalars(select(ScopeRow).where(ScopeRow.id > after).order_by(ScopeRow.id).limit(limit)).all()
         return Page([_scope(r) for r in rows], str(rows[-1].id if rows else after))
 
+    @retried
     def update_scope(self, name: str, change: Callable[[Scope], Scope]) -> Scope:
         with self._write() as session:
             row = self._scope_row(session, name, lock=True)
@@ -170,10 +183,16 @@ class SqlCatalogStore(CatalogStore):
             row.comment, row.properties = new.comment, dict(new.properties)
             return _scope(row)
 
+    @retried
     def delete_scope(self, name: str, clear: ClearScope) -> list[Stream]:
         with self._write() as session:
             row = self._scope_row(session, name, lock=True)
-            streams = session.scalars(select(StreamRow).where(StreamRow.scope_id == row.id).order_by(StreamRow.id))
+            # Its streams before its groups (which ``clear`` locks and deletes), as every writer of a
+            # table locks them: the cascade below would otherwise take them last, while an ALTER TABLE
+            # holding one waits for its group. A stream that went meanwhile is skipped.
+            streams = session.scalars(
+                select(StreamRow).where(StreamRow.scope_id == row.id).order_by(StreamRow.id).with_for_update()
+            )
             gone = [_stream(s, name) for s in streams]
             clear(gone, self._groups_in(session))
             session.delete(row)
@@ -207,7 +226,9 @@ class SqlCatalogStore(CatalogStore):
     def _insert_stream(
         self, session: Session, scope: str, name: str, config: StreamConfig, placement: Placement
     ) -> StreamRow:
-        scope_row = self._scope_row(session, scope)
+        # Locked against deletion: a scope deleted meanwhile is ScopeNotFound here, not a foreign
+        # key violation at the insert.
+        scope_row = self._scope_row(session, scope, share=True)
         self._check_location(session, scope_row, name, placement)
         row = StreamRow(
             scope_id=scope_row.id,
@@ -229,6 +250,7 @@ class SqlCatalogStore(CatalogStore):
             raise AlreadyExists(f"stream {name!r} already exists in scope {scope!r}") from None
         return row
 
+    @retried
     def create_stream(self, scope: str, name: str, config: StreamConfig, placement: Placement) -> Stream:
         with self._write() as session:
             return _stream(self._insert_stream(session, scope, name, config, placement), scope)
@@ -249,6 +271,7 @@ class SqlCatalogStore(CatalogStore):
             ).all()
         return Page([_stream(r, scope) for r in rows], str(rows[-1].id if rows else after))
 
+    @retried
     def update_stream(self, scope: str, name: str, change: Callable[[Stream], Stream]) -> Stream:
         with self._write() as session:
             row = self._stream_row(session, scope, name, lock=True)
@@ -256,6 +279,7 @@ class SqlCatalogStore(CatalogStore):
             row.sealed, row.truncated_at = new.sealed, new.truncated_at
             return _stream(row, scope)
 
+    @retried
     def delete_stream(self, scope: str, name: str, check: CheckDelete) -> Stream:
         with self._write() as session:
             row = self._stream_row(session, scope, name, lock=True)
@@ -266,6 +290,7 @@ class SqlCatalogStore(CatalogStore):
 
     # -- tables ----------------------------------------------------------------------------------
 
+    @retried
     def create_table(
         self,
         scope: str,
@@ -309,6 +334,7 @@ class SqlCatalogStore(CatalogStore):
             tables = [self._view(session, scope, s, t, view) for s, t in rows]
         return Page(tables, str(rows[-1][0].id if rows else after))
 
+    @retried
     def alter_table(self, scope: str, name: str, update: UpdateTable, view: ViewTable) -> Table:
         with self._write() as session:
             stream, table = self._table_parts(session, scope, name, lock=True)
@@ -320,6 +346,7 @@ class SqlCatalogStore(CatalogStore):
             session.flush()
             return self._view(session, scope, stream, table, view)
 
+    @retried
     def drop_table(self, scope: str, name: str, unregister: RegisterGroup) -> Stream:
         with self._write() as session:
             stream, _table = self._table_parts(session, scope, name, lock=True)
@@ -330,6 +357,7 @@ class SqlCatalogStore(CatalogStore):
 
     # -- commits ---------------------------------------------------------------------------------
 
+    @retried
     def commit(
         self,
         scope: str,

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from registry import errors
 from registry.api import models as wire
 from registry.api.validation import parse_json
+from registry.credentials import ClientCert, Credentials
 from registry.formats.base import Incompatibility
 from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
 from registry.model import (
@@ -52,6 +53,8 @@ def _error_classes() -> dict[str, type[errors.StreamcatError]]:
 
 _BY_STATUS: dict[int, type[errors.StreamcatError]] = {
     400: errors.BadRequest,
+    401: errors.Unauthorized,
+    403: errors.Forbidden,
     404: errors.NotFound,
     409: errors.Conflict,
     412: errors.CodecNotRegistered,
@@ -102,7 +105,11 @@ def _reasons(answer: wire.Valid | wire.CanRead) -> list[Incompatibility]:
 
 
 class RegistryClient:
-    """Talks to a Streamcat (or Pravega) schema registry over REST."""
+    """Talks to a Streamcat (or Pravega) schema registry over REST.
+
+    Credentials: ``token=`` (Bearer) or ``auth=(user, password)`` (Basic); TLS: ``verify=`` (a PEM
+    CA bundle), ``cert=`` (a client certificate, for mutual TLS). See ``registry.credentials``.
+    """
 
     def __init__(
         self,
@@ -111,13 +118,19 @@ class RegistryClient:
         *,
         timeout: float = 30.0,
         session: requests.Session | None = None,
+        token: str | None = None,
+        auth: tuple[str, str] | None = None,
+        verify: bool | str | None = None,
+        cert: ClientCert | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.namespace = namespace or ""
         self.timeout = timeout
-        self.http = session or requests.Session()
+        # On the session, so that whatever shares it (a re-scoped client, the stream client) carries them.
+        self.http = Credentials.of(token=token, auth=auth, verify=verify, cert=cert).session(session)
         self._lock = threading.Lock()
         self._schemas: dict[tuple[str, int], SchemaInfo] = {}
+        self._global_schemas: dict[int, SchemaInfo] = {}
         self._encodings: dict[tuple[str, int], EncodingInfo] = {}
         self._encoding_ids: dict[tuple[str, VersionInfo, str], EncodingId] = {}
 
@@ -232,6 +245,38 @@ class RegistryClient:
             with self._lock:
                 self._schemas[key] = found
         return found
+
+    def schema_by_global_id(self, schema_id: SchemaId) -> SchemaInfo:
+        """The schema a global id names, whatever group holds it (cached: ids never change meaning).
+
+        The id Confluent-framed events carry, asked of the Confluent API (``GET /schemas/ids/{id}``,
+        Protobuf as serialized descriptors); see ``registry.serde.confluent.schema_from_confluent``
+        for how the answer becomes a SchemaInfo. SchemaNotFound if no schema has that id.
+        """
+        found = self._global_schemas.get(schema_id)
+        if found is None:
+            # Imported here: the serializers import this module.
+            from registry.serde.confluent import schema_from_confluent
+
+            def reference(subject: str, version: int) -> Any:
+                return self._confluent(f"/subjects/{quote(subject, safe='')}/versions/{version}")
+
+            found = schema_from_confluent(self._confluent(f"/schemas/ids/{int(schema_id)}"), reference)
+            with self._lock:
+                self._global_schemas[schema_id] = found
+        return found
+
+    def _confluent(self, path: str) -> Any:
+        """A GET of the Confluent API (no namespace: its ids are global), Protobuf as descriptors."""
+        response = self.http.get(f"{self.url}{path}", params={"format": "serialized"}, timeout=self.timeout)
+        if response.status_code == 404:
+            try:
+                message = str(response.json()["message"])
+            except (ValueError, KeyError, TypeError):
+                message = response.text or response.reason
+            raise errors.SchemaNotFound(message)
+        raise_for(response)
+        return response.json()
 
     def _version_url(self, group: str, fmt: SerializationFormat, type_name: str, version: Version) -> str:
         return self._group_url(group, f"/schemas/format/{fmt.name}/type/{quote(type_name, safe='')}/versions/{version}")

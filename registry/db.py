@@ -1,17 +1,24 @@
 """Database plumbing shared by the SQL stores: engines (URL normalization, SQLite pragmas),
-write transactions that lock early, and the declarative base every table is declared on
+write transactions that lock early and are run again when PostgreSQL rolls them back for a
+deadlock or a serialization failure, and the declarative base every table is declared on
 (one database, one Alembic history)."""
 
 from __future__ import annotations
 
+import functools
+import logging
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
 from sqlalchemy import JSON, Engine, Integer, MetaData, create_engine, event
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session
+
+log = logging.getLogger(__name__)
 
 NAMING = {
     "ix": "ix_%(column_0_label)s",
@@ -79,6 +86,23 @@ def writer(engine: Engine) -> Engine:
     return engine.execution_options(**{WRITE: True})
 
 
+#: PostgreSQL's serialization failure and deadlock: the server rolled the whole transaction back.
+ROLLED_BACK_SQLSTATES = frozenset({"40001", "40P01"})
+#: How many times a write transaction is run before such a rollback reaches the caller.
+ATTEMPTS = 4
+#: Upper bound of the first pause between attempts, in seconds (doubled after each attempt).
+BACKOFF = 0.02
+
+R = TypeVar("R")
+P = ParamSpec("P")
+
+
+def rolled_back(error: BaseException) -> bool:
+    """Whether ``error`` is PostgreSQL rolling a whole transaction back (deadlock, serialization
+    failure): nothing of it was written, and running it again may well succeed."""
+    return isinstance(error, OperationalError) and getattr(error.orig, "sqlstate", None) in ROLLED_BACK_SQLSTATES
+
+
 class Transactions:
     """Sessions on one engine: read transactions, and write transactions that lock early.
 
@@ -106,6 +130,46 @@ class Transactions:
     def write(self) -> Any:
         """A context manager: a session in a transaction that writes (committed at exit)."""
         return self._open(self._writer)
+
+    def retrying(self, work: Callable[[], R]) -> R:
+        """``work()``, called again (up to ATTEMPTS in all, after short random pauses) while PostgreSQL
+        rolls its transaction back for a deadlock or a serialization failure.
+
+        ``work`` must be one write transaction of these Transactions that reads what it decides on
+        inside the transaction, so that running it again is running it anew. Inside a caller's
+        session it runs once: the caller's transaction is the one to run again. SQLite's "database
+        is locked" is not retried: the busy timeout has already been waited (docs/decisions.md).
+        """
+        if self.session is not None:
+            return work()
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                return work()
+            except OperationalError as error:
+                if attempt == ATTEMPTS or not rolled_back(error):
+                    raise
+                log.info("transaction rolled back (%s); attempt %d of %d", error.orig, attempt + 1, ATTEMPTS)
+                # Random pauses, so that the two sides of a deadlock do not meet again in step.
+                time.sleep(random.uniform(0, BACKOFF * 2 ** (attempt - 1)))
+        raise AssertionError("unreachable")
+
+
+class _Transactional(Protocol):
+    _tx: Transactions
+
+
+S = TypeVar("S", bound=_Transactional)
+
+
+def retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
+    """Marks a store method that is one write transaction of ``self._tx``: it is run again when
+    PostgreSQL rolls that transaction back (:meth:`Transactions.retrying`)."""
+
+    @functools.wraps(method)
+    def run(store: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return store._tx.retrying(lambda: method(store, *args, **kwargs))
+
+    return run
 
 
 def now_ms() -> int:

@@ -121,6 +121,15 @@ class IncompatibleSchema(Conflict):
         return body
 
 
+class Busy(StreamcatError):
+    """The server is doing as much of this as it takes at once; the same request may succeed in a
+    moment (503 with Retry-After, like a busy database)."""
+
+    status = 503
+    code = "ServerBusy"
+    headers = (("Retry-After", "1"),)
+
+
 class CodecNotRegistered(StreamcatError):
     """An encoding was asked for with a codec type the group does not have."""
 

@@ -7,7 +7,6 @@ and from these objects; nothing here knows JSON.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from registry.ids import CodecName, EncodingId, SchemaId, TypeName, Version
 
@@ -128,23 +127,6 @@ class Compatibility:
         """A simple (non-Advanced) policy by name."""
         backward, forward = _SIMPLE_RULES[policy]
         return cls(policy, backward, forward)
-
-    # The registry store keeps policies in this JSON form, and the catalog service reads the
-    # policy of a setCompatibility change with from_json. Both delegate to the wire model (the
-    # one definition of the shape) until those callers use registry.api.models themselves.
-
-    @classmethod
-    def from_json(cls, body: dict[str, Any]) -> Compatibility:
-        """From Pravega's Compatibility JSON (pydantic ValidationError if it is not one)."""
-        from registry.api.models import Compatibility as Wire
-
-        return Wire.model_validate(body, by_name=False).to_domain()
-
-    def to_json(self) -> dict[str, Any]:
-        """Pravega's Compatibility JSON."""
-        from registry.api.models import Compatibility as Wire
-
-        return Wire.of(self).model_dump(mode="json")
 
 
 @dataclass(frozen=True)

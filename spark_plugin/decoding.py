@@ -86,12 +86,15 @@ class BatchDecoder:
         self.reader = reader
         self.struct = struct
         self.mode = mode
+        self._arrow_type: pa.StructType | None = None
 
     def __call__(self, payloads: pa.Array) -> pa.Array:
         """The struct array of a batch of payloads (null for null payloads)."""
         from pyspark_streamcat.arrow import spark_arrow_schema, value_converter
 
-        arrow_type = pa.struct(list(spark_arrow_schema(self.struct)))
+        arrow_type = self._arrow_type
+        if arrow_type is None:  # once per task, not per batch: pyspark's conversion is not free
+            arrow_type = self._arrow_type = pa.struct(list(spark_arrow_schema(self.struct)))
         key = _key(self.uri, self.namespace, self.group, self.reader)
         deserializer = _deserializer(key, self.uri, self.namespace, self.group, self.reader)
         if pa.types.is_large_binary(payloads.type):

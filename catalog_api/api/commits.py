@@ -11,6 +11,7 @@ from catalog_api.api.context import catalog_service
 from catalog_api.api.params import pull_names
 from registry.api.context import list_limit
 from registry.api.operations import operation
+from registry.permissions import Need
 
 bp = Blueprint("commits", __name__)
 
@@ -20,7 +21,8 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@operation(bp, "GET", "/commits", "listCommits", "Commit history", query=m.CommitsQuery, response=m.CommitList)
+@operation(bp, "GET", "/commits", "listCommits", "Commit history", query=m.CommitsQuery, response=m.CommitList,
+           permission=Need("read", "stream"))
 def list_commits(scope: str, stream: str, query: m.CommitsQuery) -> m.CommitList:
     found = catalog_service().commits(scope, stream, query.after or 0, query.limit or list_limit())
     return m.CommitList(commits=[m.Commit.of(c) for c in found])
@@ -37,6 +39,7 @@ def list_commits(scope: str, stream: str, query: m.CommitsQuery) -> m.CommitList
     status=201,
     also=(200,),
     errors=(400, 404, 409),
+    permission=Need("write", "stream"),
 )
 def commit(scope: str, stream: str, body: m.CommitRequest) -> tuple[m.Commit, int]:
     result = catalog_service().commit(
@@ -52,7 +55,8 @@ def commit(scope: str, stream: str, body: m.CommitRequest) -> tuple[m.Commit, in
 
 
 @operation(
-    bp, "GET", "/chunks", "listChunks", "Chunks visible at a stream cut", query=m.ChunksQuery, response=m.Snapshot
+    bp, "GET", "/chunks", "listChunks", "Chunks visible at a stream cut", query=m.ChunksQuery, response=m.Snapshot,
+    permission=Need("read", "stream"),
 )
 def chunks(scope: str, stream: str, query: m.ChunksQuery) -> m.Snapshot:
     snapshot = catalog_service().snapshot(

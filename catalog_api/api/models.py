@@ -310,6 +310,10 @@ class SetCompatibility(_Change):
     op: Literal["setCompatibility"]
     compatibility: Compatibility
 
+    def to_change(self) -> dict[str, Any]:
+        """The change with its policy as the domain object the service applies."""
+        return {"op": self.op, "compatibility": self.compatibility.to_domain()}
+
 
 TableChange = Annotated[
     AddColumn

@@ -9,9 +9,10 @@ from flask import Blueprint
 from catalog_api.api import models as m
 from catalog_api.api.context import catalog_service
 from catalog_api.api.params import pull_names
-from registry.api.context import list_limit
+from registry.api.context import access, list_limit
 from registry.api.models import PageQuery
 from registry.api.operations import operation
+from registry.permissions import Need, Permission, Resource
 
 bp = Blueprint("scopes", __name__)
 
@@ -21,10 +22,16 @@ def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
 
 
-@operation(bp, "GET", "", "listScopes", "List scopes", query=PageQuery, response=m.ScopeList, errors=(400,))
+@operation(bp, "GET", "", "listScopes", "List scopes", query=PageQuery, response=m.ScopeList, errors=(400,),
+           permission=Need("read", listing=True))
 def list_scopes(query: PageQuery) -> m.ScopeList:
     page = catalog_service().list_scopes(query.continuation_token, query.limit or list_limit())
-    return m.ScopeList(scopes=[m.Scope.of(s) for s in page.items], continuation_token=page.continuation_token)
+    # The scopes in which the caller may read something (a page may hold fewer than ``limit``).
+    readable = access()
+    scopes = [
+        m.Scope.of(s) for s in page.items if readable.allows_within(Permission.READ, Resource.of_namespace(s.name))
+    ]
+    return m.ScopeList(scopes=scopes, continuation_token=page.continuation_token)
 
 
 @operation(
@@ -37,18 +44,20 @@ def list_scopes(query: PageQuery) -> m.ScopeList:
     response=m.Scope,
     status=201,
     errors=(400, 409),
+    permission=Need("write"),
 )
 def create_scope(body: m.CreateScopeRequest) -> m.Scope:
     return m.Scope.of(catalog_service().create_scope(body.to_domain()))
 
 
-@operation(bp, "GET", "/<scope>", "getScope", "A scope", response=m.Scope)
+@operation(bp, "GET", "/<scope>", "getScope", "A scope", response=m.Scope, permission=Need("read", "scope"))
 def get_scope(scope: str) -> m.Scope:
     return m.Scope.of(catalog_service().get_scope(scope))
 
 
 @operation(
-    bp, "PUT", "/<scope>", "updateScope", "Set or remove scope properties", body=m.UpdateScopeRequest, response=m.Scope
+    bp, "PUT", "/<scope>", "updateScope", "Set or remove scope properties", body=m.UpdateScopeRequest, response=m.Scope,
+    permission=Need("write", "scope"),
 )
 def update_scope(scope: str, body: m.UpdateScopeRequest) -> m.Scope:
     updated = catalog_service().alter_scope(scope, dict(body.properties), list(body.remove_properties), body.comment)
@@ -64,6 +73,7 @@ def update_scope(scope: str, body: m.UpdateScopeRequest) -> m.Scope:
     query=m.DeleteScopeQuery,
     status=204,
     errors=(400, 404, 409),
+    permission=Need("admin", "scope"),
 )
 def delete_scope(scope: str, query: m.DeleteScopeQuery) -> None:
     catalog_service().delete_scope(scope, cascade=query.cascade, purge=query.purge)

@@ -9,10 +9,11 @@ from flask import Blueprint
 from catalog_api.api import models as m
 from catalog_api.api.context import catalog_service
 from catalog_api.api.params import pull_names
-from catalog_api.service import TableRequest
-from registry.api.context import list_limit
+from catalog_api.service import POLICY_PROPERTY, TableRequest
+from registry.api.context import access, list_limit, require
 from registry.api.models import PageQuery
 from registry.api.operations import operation
+from registry.permissions import Need, Permission, Resource
 
 bp = Blueprint("tables", __name__)
 
@@ -20,6 +21,12 @@ bp = Blueprint("tables", __name__)
 @bp.url_value_preprocessor
 def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
+
+
+def _sets_policy(change: m.TableChange) -> bool:
+    if isinstance(change, m.SetCompatibility):
+        return True
+    return isinstance(change, m.SetProperty | m.RemoveProperty) and change.key == POLICY_PROPERTY
 
 
 def _table_request(body: m.CreateTableRequest) -> TableRequest:
@@ -36,10 +43,14 @@ def _table_request(body: m.CreateTableRequest) -> TableRequest:
     )
 
 
-@operation(bp, "GET", "", "listTables", "List tables", query=PageQuery, response=m.TableList, errors=(400, 404, 409))
+@operation(bp, "GET", "", "listTables", "List tables", query=PageQuery, response=m.TableList, errors=(400, 404, 409),
+           permission=Need("read", "scope", listing=True))
 def list_tables(scope: str, query: PageQuery) -> m.TableList:
     page = catalog_service().list_tables(scope, query.continuation_token, query.limit or list_limit())
-    return m.TableList(tables=[m.Table.of(t) for t in page.items], continuation_token=page.continuation_token)
+    # Only the tables the caller may read (a page may hold fewer than ``limit``).
+    readable = access()
+    tables = [m.Table.of(t) for t in page.items if readable.allows(Permission.READ, Resource.of_group(scope, t.name))]
+    return m.TableList(tables=tables, continuation_token=page.continuation_token)
 
 
 @operation(
@@ -52,12 +63,14 @@ def list_tables(scope: str, query: PageQuery) -> m.TableList:
     response=m.Table,
     status=201,
     errors=(400, 404, 409),
+    permission=Need("write", "scope"),
 )
 def create_table(scope: str, body: m.CreateTableRequest) -> m.Table:
     return m.Table.of(catalog_service().create_table(scope, _table_request(body)))
 
 
-@operation(bp, "GET", "/<table>", "getTable", "A table", response=m.Table, errors=(400, 404, 409))
+@operation(bp, "GET", "/<table>", "getTable", "A table", response=m.Table, errors=(400, 404, 409),
+           permission=Need("read", "table"))
 def get_table(scope: str, table: str) -> m.Table:
     return m.Table.of(catalog_service().get_table(scope, table))
 
@@ -71,12 +84,17 @@ def get_table(scope: str, table: str) -> m.Table:
     body=m.AlterTableRequest,
     response=m.Table,
     errors=(400, 404, 409),
+    permission=Need("write", "table"),
 )
 def alter_table(scope: str, table: str, body: m.AlterTableRequest) -> m.Table:
+    if any(_sets_policy(change) for change in body.changes):
+        # Writers alter tables; changing the group's policy is an admin's, however it is spelled.
+        require(Permission.ADMIN, Resource.of_group(scope, table))
     altered = catalog_service().alter_table(scope, table, body.expected_version, body.to_changes())
     return m.Table.of(altered)
 
 
-@operation(bp, "DELETE", "/<table>", "dropTable", "Drop a table", query=m.PurgeQuery, status=204)
+@operation(bp, "DELETE", "/<table>", "dropTable", "Drop a table", query=m.PurgeQuery, status=204,
+           permission=Need("admin", "table"))
 def drop_table(scope: str, table: str, query: m.PurgeQuery) -> None:
     catalog_service().drop_table(scope, table, purge=query.purge)

@@ -12,6 +12,8 @@ from werkzeug.exceptions import HTTPException
 
 from catalog_api.api import routes as catalog_routes
 from catalog_api.server import meta, observability
+from catalog_api.server.auth import api as admin_api
+from catalog_api.server.auth import guard
 from catalog_api.server.config import Settings
 from catalog_api.server.extensions import Streamcat
 from registry.api import routes as registry_routes
@@ -82,14 +84,17 @@ def _refuse_nul() -> None:
 def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     """A configured application. ``config`` is Settings, overrides of them, or None (environment)."""
     settings = Settings.coerce(config)
-    app = Flask(__name__)
+    # No static files: every route is an API route, and declares who may call it.
+    app = Flask(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     app.json.sort_keys = False  # type: ignore[attr-defined]
-    Streamcat.init_app(app, settings)
+    ext = Streamcat.init_app(app, settings)
 
     app.before_request(_refuse_nul)
     observability.init_app(app, settings.access_log)
+    guard.init_app(app, settings, ext.principals)  # after the request id, before any view
     app.register_blueprint(meta.bp)
+    app.register_blueprint(admin_api.bp, url_prefix="/v1/admin")
     registry_routes.register(app)
     catalog_routes.register(app)
     confluent_routes.register(app)

@@ -1,14 +1,17 @@
-"""Database schema state: where a database stands against the Alembic revisions."""
+"""Database schema state: where a database stands against the Alembic revisions, and moving it
+(one migrating process at a time)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, func, select
 
 import catalog_api.orm  # noqa: F401  (the catalog's tables are part of the models checked)
 import registry.confluent.orm
@@ -58,14 +61,46 @@ def require_current(database_url: str) -> None:
         )
 
 
+#: PostgreSQL advisory lock held while migrating (any fixed 64-bit number; this one spells "sc-migra").
+MIGRATION_LOCK = 0x73632D6D69677261
+
+
+@contextmanager
+def migrating(database_url: str) -> Iterator[None]:
+    """Hold the database's migration lock while the block runs, waiting for it as long as another
+    process holds it.
+
+    Replicas started together with ``serve --migrate`` (or ``db upgrade`` run by each) would
+    otherwise all read "no revision" and all create the same tables; in turns, the first migrates
+    and the others find the database at head. On PostgreSQL a session-level advisory lock, on a
+    connection of its own (Alembic's runs on another), released when the block ends or the process
+    dies. SQLite databases are one host's files, migrated by one process: no lock is taken.
+    """
+    engine = make_engine(database_url)
+    try:
+        if engine.dialect.name != "postgresql":
+            yield
+            return
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(select(func.pg_advisory_lock(MIGRATION_LOCK)))
+            try:
+                yield
+            finally:
+                conn.execute(select(func.pg_advisory_unlock(MIGRATION_LOCK)))
+    finally:
+        engine.dispose()
+
+
 def upgrade(database_url: str, revision: str = "head") -> None:
-    """Apply revisions up to ``revision``."""
-    command.upgrade(alembic_config(database_url), revision)
+    """Apply revisions up to ``revision``, holding the migration lock."""
+    with migrating(database_url):
+        command.upgrade(alembic_config(database_url), revision)
 
 
 def downgrade(database_url: str, revision: str) -> None:
-    """Revert revisions down to ``revision`` (``base`` empties the database)."""
-    command.downgrade(alembic_config(database_url), revision)
+    """Revert revisions down to ``revision`` (``base`` empties the database), holding the migration lock."""
+    with migrating(database_url):
+        command.downgrade(alembic_config(database_url), revision)
 
 
 def model_drift(database_url: str) -> list[str]:

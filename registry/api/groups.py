@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint, g
 
 from registry.api import models as m
-from registry.api.context import list_limit, registry_service
+from registry.api.context import access, list_limit, registry_service
 from registry.api.operations import operation
 from registry.api.requests import check_name, namespace_of
 from registry.api.wire import MAX_INT32
@@ -19,8 +19,13 @@ from registry.errors import BadRequest, EncodingNotFound, SchemaNotFound
 from registry.formats import FORMAT_NAMES
 from registry.ids import CodecName, EncodingId, GroupName, SchemaId, TypeName, Version
 from registry.model import SerializationFormat
+from registry.permissions import Need, Permission, Resource
 
 bp = Blueprint("groups", __name__)
+
+#: What the routes below need: on the group the path names, or on its namespace to list or create.
+READ, WRITE, ADMIN = Need("read", "group"), Need("write", "group"), Need("admin", "group")
+LIST_GROUPS, CREATE_GROUP = Need("read", "namespace", listing=True), Need("write", "namespace")
 
 
 @bp.url_value_preprocessor
@@ -61,12 +66,19 @@ def _type(query: m.TypeQuery) -> TypeName | None:
 
 
 @operation(
-    bp, "GET", "", "listGroups", "List groups", query=m.ListGroupsQuery, response=m.ListGroupsResponse, errors=(400,)
+    bp, "GET", "", "listGroups", "List groups", query=m.ListGroupsQuery, response=m.ListGroupsResponse, errors=(400,),
+    permission=LIST_GROUPS,
 )
 def list_groups(query: m.ListGroupsQuery) -> m.ListGroupsResponse:
     limit = query.limit or list_limit()
     page = registry_service().list_groups(g.namespace, query.continuation_token, limit)
-    groups = {str(name): m.GroupProperties.of(props) for name, props in page.groups}
+    # Only the groups the caller may read (a page may hold fewer than ``limit``).
+    readable = access()
+    groups = {
+        str(name): m.GroupProperties.of(props)
+        for name, props in page.groups
+        if readable.allows(Permission.READ, Resource.of_group(g.namespace, name))
+    }
     return m.ListGroupsResponse(groups=groups, continuation_token=page.continuation_token)
 
 
@@ -80,6 +92,7 @@ def list_groups(query: m.ListGroupsQuery) -> m.ListGroupsResponse:
     body=m.CreateGroupRequest,
     status=201,
     errors=(400, 409),
+    permission=CREATE_GROUP,
 )
 def create_group(body: m.CreateGroupRequest) -> None:
     name = GroupName(body.group_name)
@@ -87,13 +100,15 @@ def create_group(body: m.CreateGroupRequest) -> None:
 
 
 @operation(
-    bp, "GET", "/<group>", "getGroupProperties", "Group properties", query=m.NamespaceQuery, response=m.GroupProperties
+    bp, "GET", "/<group>", "getGroupProperties", "Group properties", query=m.NamespaceQuery, response=m.GroupProperties,
+    permission=READ,
 )
 def get_group() -> m.GroupProperties:
     return m.GroupProperties.of(registry_service().get_group(g.namespace, g.group))
 
 
-@operation(bp, "DELETE", "/<group>", "deleteGroup", "Delete a group", query=m.NamespaceQuery, status=204)
+@operation(bp, "DELETE", "/<group>", "deleteGroup", "Delete a group", query=m.NamespaceQuery, status=204,
+           permission=ADMIN)
 def delete_group() -> None:
     registry_service().delete_group(g.namespace, g.group)
 
@@ -106,6 +121,7 @@ def delete_group() -> None:
     "Schemas added, in order",
     query=m.NamespaceQuery,
     response=m.GroupHistory,
+    permission=READ,
 )
 def history() -> m.GroupHistory:
     records = registry_service().history(g.namespace, g.group)
@@ -122,6 +138,7 @@ def history() -> m.GroupHistory:
     body=m.UpdateCompatibilityRequest,
     response=m.GroupProperties,
     errors=(400, 404, 409),
+    permission=ADMIN,
 )
 def update_compatibility(body: m.UpdateCompatibilityRequest) -> m.GroupProperties:
     previous = body.previous_compatibility.to_domain() if body.previous_compatibility else None
@@ -137,10 +154,35 @@ def update_compatibility(body: m.UpdateCompatibilityRequest) -> m.GroupPropertie
     "Latest schema per type",
     query=m.TypeQuery,
     response=m.SchemaVersionsList,
+    permission=READ,
 )
 def latest_schemas(query: m.TypeQuery) -> m.SchemaVersionsList:
     found = registry_service().latest(g.namespace, g.group, _type(query))
     return m.SchemaVersionsList(schemas=[m.SchemaWithVersion.of(s) for s in found])
+
+
+#: Where an added schema's version leads: the schema by id and by version, an encoding id of it.
+_SAME_GROUP = {"path.groupName": "$request.path.groupName", "query.namespace": "$request.query.namespace"}
+_ADDED_LINKS = {
+    "SchemaById": {
+        "operationId": "getSchemaForId",
+        "parameters": {**_SAME_GROUP, "path.schemaId": "$response.body#/id"},
+    },
+    "SchemaByVersion": {
+        "operationId": "getSchemaFromVersion",
+        "parameters": {
+            **_SAME_GROUP,
+            "path.serializationFormat": "$request.body#/serializationFormat/serializationFormat",
+            "path.type": "$response.body#/type",
+            "path.version": "$response.body#/version",
+        },
+    },
+    "EncodingId": {
+        "operationId": "getEncodingId",
+        "parameters": _SAME_GROUP,
+        "requestBody": {"versionInfo": "$response.body#", "codecType": ""},
+    },
+}
 
 
 @operation(
@@ -154,6 +196,8 @@ def latest_schemas(query: m.TypeQuery) -> m.SchemaVersionsList:
     response=m.VersionInfo,
     status=201,
     errors=(400, 404, 409, 417),
+    permission=WRITE,
+    links=_ADDED_LINKS,
 )
 def add_schema(body: m.SchemaInfo) -> m.VersionInfo:
     return m.VersionInfo.of(registry_service().add_schema(g.namespace, g.group, body.to_domain()))
@@ -167,6 +211,7 @@ def add_schema(body: m.SchemaInfo) -> m.VersionInfo:
     "All live versions",
     query=m.TypeQuery,
     response=m.SchemaVersionsList,
+    permission=READ,
 )
 def versions(query: m.TypeQuery) -> m.SchemaVersionsList:
     found = registry_service().versions(g.namespace, g.group, _type(query))
@@ -183,6 +228,7 @@ def versions(query: m.TypeQuery) -> m.SchemaVersionsList:
     body=m.SchemaInfo,
     response=m.VersionInfo,
     errors=(400, 404, 417),
+    permission=READ,
 )
 def find_version(body: m.SchemaInfo) -> m.VersionInfo:
     return m.VersionInfo.of(registry_service().find(g.namespace, g.group, body.to_domain()))
@@ -198,6 +244,7 @@ def find_version(body: m.SchemaInfo) -> m.VersionInfo:
     body=m.ValidateRequest,
     response=m.Valid,
     errors=(400, 404, 417),
+    permission=READ,
 )
 def validate(body: m.ValidateRequest) -> m.Valid:
     policy = body.compatibility.to_domain() if body.compatibility else None
@@ -215,6 +262,7 @@ def validate(body: m.ValidateRequest) -> m.Valid:
     body=m.SchemaInfo,
     response=m.CanRead,
     errors=(400, 404, 417),
+    permission=READ,
 )
 def can_read(body: m.SchemaInfo) -> m.CanRead:
     reasons = registry_service().can_read(g.namespace, g.group, body.to_domain())
@@ -229,6 +277,7 @@ def can_read(body: m.SchemaInfo) -> m.CanRead:
     "Schema by id",
     query=m.NamespaceQuery,
     response=m.SchemaInfo,
+    permission=READ,
 )
 def schema_by_id(schema_id: int) -> m.SchemaInfo:
     return m.SchemaInfo.of(registry_service().schema_by_id(g.namespace, g.group, _schema_id(schema_id)))
@@ -242,6 +291,7 @@ def schema_by_id(schema_id: int) -> m.SchemaInfo:
     "Soft-delete by id",
     query=m.NamespaceQuery,
     status=204,
+    permission=ADMIN,
 )
 def delete_schema_by_id(schema_id: int) -> None:
     registry_service().delete_by_id(g.namespace, g.group, _schema_id(schema_id))
@@ -258,6 +308,7 @@ _BY_VERSION = "/<group>/schemas/format/<fmt>/type/<path:type_name>/versions/<int
     "Schema by version",
     query=m.FullTypeNameQuery,
     response=m.SchemaInfo,
+    permission=READ,
 )
 def schema_by_version(fmt: str, type_name: str, version: int, query: m.FullTypeNameQuery) -> m.SchemaInfo:
     found = registry_service().schema_by_version(
@@ -267,7 +318,8 @@ def schema_by_version(fmt: str, type_name: str, version: int, query: m.FullTypeN
 
 
 @operation(
-    bp, "DELETE", _BY_VERSION, "deleteSchemaVersion", "Soft-delete by version", query=m.FullTypeNameQuery, status=204
+    bp, "DELETE", _BY_VERSION, "deleteSchemaVersion", "Soft-delete by version", query=m.FullTypeNameQuery, status=204,
+    permission=ADMIN,
 )
 def delete_schema_by_version(fmt: str, type_name: str, version: int, query: m.FullTypeNameQuery) -> None:
     registry_service().delete_by_version(
@@ -285,6 +337,7 @@ def delete_schema_by_version(fmt: str, type_name: str, version: int, query: m.Fu
     body=m.GetEncodingIdRequest,
     response=m.EncodingId,
     errors=(400, 404, 412),
+    permission=WRITE,
 )
 def encoding_id(body: m.GetEncodingIdRequest) -> m.EncodingId:
     found = registry_service().encoding_id(
@@ -301,6 +354,7 @@ def encoding_id(body: m.GetEncodingIdRequest) -> m.EncodingId:
     "What an encoding id stands for",
     query=m.NamespaceQuery,
     response=m.EncodingInfo,
+    permission=READ,
 )
 def encoding_info(encoding_id: int) -> m.EncodingInfo:
     if encoding_id > MAX_INT32:
@@ -309,7 +363,8 @@ def encoding_info(encoding_id: int) -> m.EncodingInfo:
 
 
 @operation(
-    bp, "GET", "/<group>/codecTypes", "getCodecTypesList", "Codec types", query=m.NamespaceQuery, response=m.CodecTypes
+    bp, "GET", "/<group>/codecTypes", "getCodecTypesList", "Codec types", query=m.NamespaceQuery, response=m.CodecTypes,
+    permission=READ,
 )
 def codec_types() -> m.CodecTypes:
     return m.CodecTypes(codec_types=[m.CodecType.of(c) for c in registry_service().codec_types(g.namespace, g.group)])
@@ -325,6 +380,7 @@ def codec_types() -> m.CodecTypes:
     body=m.CodecType,
     status=201,
     errors=(400, 404, 409),
+    permission=WRITE,
 )
 def add_codec_type(body: m.CodecType) -> None:
     registry_service().add_codec_type(g.namespace, g.group, body.to_domain())

@@ -42,6 +42,12 @@ PATH_PARAMETERS: dict[tuple[str, str], tuple[str, Any]] = {
     ("default", "stream"): ("streamName", Name),
     ("default", "table"): ("tableName", Name),
 }
+#: How callers authenticate, when the server asks (STREAMCAT_AUTH): every operation that declares a
+#: permission lists these, and may answer 401 and 403.
+SECURITY_SCHEMES = {
+    "basic": {"type": "http", "scheme": "basic", "description": "a user's name and password"},
+    "bearer": {"type": "http", "scheme": "bearer", "description": "an API token (sct_...) or an OIDC JWT"},
+}
 _BY_CONVERTER: dict[str, Any] = {"int": Annotated[int, Field(ge=0)], "default": _SEGMENT, "path": _SEGMENT}
 
 #: The endpoints of the application shell (not mounted through operations.py), by rule and method.
@@ -158,7 +164,10 @@ def _operation(rule: Rule, op: Operation, refs: Refs) -> tuple[str, dict[str, An
         responses[str(status)] = {"description": HTTPStatus(status).phrase}
         if op.response is not None:
             responses[str(status)]["content"] = _content(op.response, op.media_type, refs)
-    errors = sorted({*op.errors, *((413,) if op.body is not None else ())})
+    if op.links:
+        responses[str(op.status)]["links"] = _links(op, in_namespace)
+    refusals = (401, 403) if op.permission is not None else ()
+    errors = sorted({*op.errors, *((413,) if op.body is not None else ()), *refusals})
     error = refs[(op.error_model or m.Error, "serialization")]
     # An API answers its errors in the JSON flavour of its answers (Confluent's has its own).
     error_type = op.media_type if "json" in op.media_type else "application/json"
@@ -173,12 +182,38 @@ def _operation(rule: Rule, op: Operation, refs: Refs) -> tuple[str, dict[str, An
         "parameters": parameters,
         "responses": responses,
     }
+    if op.permission is not None:
+        described["security"] = [{name: []} for name in SECURITY_SCHEMES]
     if op.body is not None:
         described["requestBody"] = {
             "required": True,
             "content": {"application/json": {"schema": refs[(op.body, "validation")]}},
         }
     return path, described
+
+
+def _links(op: Operation, in_namespace: bool) -> dict[str, Any]:
+    """The operation's links; from a namespace mirror, to the mirror's operations in that namespace."""
+    links: dict[str, Any] = {}
+    for name, declared_link in op.links.items():
+        link = dict(declared_link)
+        if in_namespace:
+            parameters = {k: v for k, v in link.get("parameters", {}).items() if k != "query.namespace"}
+            link["operationId"] = f"{link['operationId']}InNamespace"
+            link["parameters"] = {**parameters, "path.namespace": "$request.path.namespace"}
+        links[name] = link
+    return links
+
+
+def _check_links(paths: Mapping[str, Mapping[str, Any]]) -> None:
+    """Raise ValueError if a link leads to an operation the document lacks."""
+    known = {described["operationId"] for methods in paths.values() for described in methods.values()}
+    for methods in paths.values():
+        for described in methods.values():
+            for response in described["responses"].values():
+                for name, link in response.get("links", {}).items():
+                    if link["operationId"] not in known:
+                        raise ValueError(f"link {name} of {described['operationId']} leads to no operation")
 
 
 def build(app: Flask) -> dict[str, Any]:
@@ -197,11 +232,12 @@ def build(app: Flask) -> dict[str, Any]:
     for rule, method, op in operations:
         path, described = _operation(rule, op, refs)
         paths.setdefault(path, {})[method] = described
+    _check_links(paths)
     return {
         "openapi": "3.1.0",
         "info": dict(_INFO),
         "paths": paths,
-        "components": {"schemas": definitions.get("$defs", {})},
+        "components": {"schemas": definitions.get("$defs", {}), "securitySchemes": dict(SECURITY_SCHEMES)},
     }
 
 

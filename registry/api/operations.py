@@ -7,7 +7,8 @@ hands them to the view as ``body`` and ``query`` (the query is checked even when
 takes no ``query`` argument: its arguments may be read elsewhere, like the namespace). The
 view returns the response model (or None for an empty answer, or ``(model, status)`` when
 the status varies), which the wrapper serializes. The OpenAPI builder reads the same
-declarations, so the document says what the views do.
+declarations, so the document says what the views do; and ``permission=Need("write", "group")``
+says who may call it, which the application shell enforces before the view runs.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from flask import Blueprint, Response
 from pydantic import BaseModel
 
 from registry.api.requests import json_body, query_args
+from registry.permissions import Need
 
 View = Callable[..., Any]
 
@@ -45,11 +47,19 @@ class Operation:
     errors: tuple[int, ...] = (400, 404)
     also: tuple[int, ...] = ()
     media_type: str = "application/json"
+    #: what the caller needs, on the resource the path names; None: nobody may call the route
+    #: (the application shell refuses routes that declare no permission)
+    permission: Need | None = None
     #: The name and type the document gives a path variable of this route, where the shared
     #: table (openapi.PATH_PARAMETERS) has none or another.
     path: Mapping[str, tuple[str, Any]] = field(default_factory=dict)
     #: The body of this route's error answers; None: the shared Error model.
     error_model: type[BaseModel] | None = None
+    #: OpenAPI links of the success answer, by name: the ``operationId`` of a request it leads to,
+    #: with that request's ``parameters`` (``path.x``, ``query.x``) and ``requestBody`` as runtime
+    #: expressions (``$response.body#/id``). Clients and stateful tests follow them; on a
+    #: namespace mirror they lead to the mirror's operations, in the same namespace.
+    links: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 _DECLARED: dict[View, Operation] = {}

@@ -7,9 +7,11 @@ from typing import Any
 from flask import Blueprint, g
 
 from registry.api import models as m
-from registry.api.context import registry_service
+from registry.api.context import access, registry_service
 from registry.api.operations import operation
 from registry.api.requests import namespace_of
+from registry.errors import SchemaNotFound
+from registry.permissions import Need, Permission, Resource
 
 bp = Blueprint("schemas", __name__)
 
@@ -30,7 +32,17 @@ def _pull_namespace(_endpoint: str | None, values: dict[str, Any] | None) -> Non
     query=m.NamespaceQuery,
     body=m.SchemaInfo,
     response=m.AddedTo,
+    permission=Need("read", "namespace", listing=True),
 )
 def added_to(body: m.SchemaInfo) -> m.AddedTo:
     groups = registry_service().added_to(g.namespace, body.to_domain())
-    return m.AddedTo(groups={name: m.VersionInfo.of(version) for name, version in groups.items()})
+    readable = access()
+    visible = {
+        str(name): m.VersionInfo.of(version)
+        for name, version in groups.items()
+        if readable.allows(Permission.READ, Resource.of_group(g.namespace, name))
+    }
+    if not visible:
+        # As if nowhere: that the schema is in groups the caller cannot see is not the caller's to know.
+        raise SchemaNotFound(f"schema of type {body.type!r} is not registered in any group")
+    return m.AddedTo(groups=visible)

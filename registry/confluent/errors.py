@@ -148,6 +148,8 @@ def confluent_code(error: errors.StreamcatError) -> tuple[int, int]:
     """(HTTP status, Confluent error_code) of any StreamcatError."""
     if isinstance(error, ConfluentError):
         return error.status, error.error_code
+    if error.code == "SchemaTooLarge":  # a format's bound on what it parses (Protobuf's protoc input)
+        return 422, 42209
     for cls in type(error).__mro__:
         code = _CODES.get(cls)
         if code is not None:

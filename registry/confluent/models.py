@@ -1,9 +1,9 @@
 """The Confluent API's wire models: its JSON bodies and query strings, declared once.
 
 Field names are Confluent's (camelCase, ``is_compatible`` and ``error_code`` as Confluent spells
-them). Requests are read leniently, as Confluent reads them: unknown fields are ignored (newer
-clients send more), nulls mean absent, numbers may come as strings. Responses leave out what
-Confluent leaves out: ``schemaType`` for Avro, empty ``references``.
+them). Unknown request fields are ignored (newer clients send more) and nulls mean absent, as
+Confluent's clients expect of a server; values are not coerced (``"1"`` is not a number). Responses
+leave out what Confluent leaves out: ``schemaType`` for Avro, empty ``references``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ class Body(BaseModel):
         serialize_by_alias=True,
         extra="ignore",
         frozen=True,
+        # No coercion ("1" is not a number, 0 not a boolean): the server takes what it documents.
+        strict=True,
         json_schema_serialization_defaults_required=True,
     )
 
@@ -39,7 +41,7 @@ def _not_null(default: Any) -> Any:
     return BeforeValidator(lambda value: default if value is None else value)
 
 
-class Reference(Body):
+class SchemaReference(Body):
     """A schema reference: the name the schema uses for another subject's version."""
 
     name: str = Field(max_length=1024)
@@ -47,7 +49,7 @@ class Reference(Body):
     version: int = Field(ge=-1, le=_INT32)
 
     @classmethod
-    def of(cls, reference: domain.SchemaReference) -> Reference:
+    def of(cls, reference: domain.SchemaReference) -> SchemaReference:
         """The wire form of ``reference``."""
         return cls.model_construct(name=reference.name, subject=reference.subject, version=reference.version)
 
@@ -63,7 +65,7 @@ class RegisterSchemaRequest(Body):
 
     text: str = Field(alias="schema", max_length=16 * 1024 * 1024)
     schema_type: Annotated[str, _not_null("AVRO")] = Field("AVRO", max_length=32)
-    references: Annotated[list[Reference], _not_null([])] = Field(default_factory=list)
+    references: Annotated[list[SchemaReference], _not_null([])] = Field(default_factory=list)
     metadata: dict[str, Any] | None = None
     rule_set: dict[str, Any] | None = None
     id: int | None = Field(None, ge=-1, le=2**63 - 1)
@@ -82,7 +84,7 @@ class RegisterSchemaResponse(Body):
     id: int
 
 
-class Schema(Body):
+class ConfluentSchema(Body):
     """A subject version: where it is, its id, and the schema."""
 
     subject: str
@@ -90,10 +92,10 @@ class Schema(Body):
     id: int
     schema_type: str | None = omitted()
     text: str = Field(alias="schema")
-    references: list[Reference] | None = omitted()
+    references: list[SchemaReference] | None = omitted()
 
     @classmethod
-    def of(cls, found: domain.SubjectVersion, text: str, references: list[domain.SchemaReference]) -> Schema:
+    def of(cls, found: domain.SubjectVersion, text: str, references: list[domain.SchemaReference]) -> ConfluentSchema:
         """The wire form of ``found``, its schema shown as ``text`` with ``references``."""
         schema = found.schema
         return cls.model_construct(
@@ -102,7 +104,7 @@ class Schema(Body):
             id=schema.id,
             schema_type=None if schema.schema_type == "AVRO" else schema.schema_type,
             text=text,
-            references=[Reference.of(r) for r in references] or None,
+            references=[SchemaReference.of(r) for r in references] or None,
         )
 
 
@@ -111,7 +113,7 @@ class SchemaString(Body):
 
     text: str = Field(alias="schema")
     schema_type: str | None = omitted()
-    references: list[Reference] | None = omitted()
+    references: list[SchemaReference] | None = omitted()
     max_id: int | None = omitted()
 
     @classmethod
@@ -122,7 +124,7 @@ class SchemaString(Body):
         return cls.model_construct(
             text=text,
             schema_type=None if schema.schema_type == "AVRO" else schema.schema_type,
-            references=[Reference.of(r) for r in references] or None,
+            references=[SchemaReference.of(r) for r in references] or None,
             max_id=max_id,
         )
 
@@ -178,25 +180,25 @@ class ConfigUpdate(Body):
         return cls.model_construct(compatibility=view.level or None, normalize=view.normalize)
 
 
-class Config(Body):
+class ConfluentConfig(Body):
     """A configuration as ``GET /config`` answers it."""
 
     compatibility_level: str
     normalize: bool | None = omitted()
 
     @classmethod
-    def of(cls, view: ConfigView) -> Config:
+    def of(cls, view: ConfigView) -> ConfluentConfig:
         """The wire form of ``view``."""
         return cls.model_construct(compatibility_level=view.level, normalize=view.normalize)
 
 
-class Mode(Body):
+class ConfluentMode(Body):
     """A mode: READWRITE, READONLY, READONLY_OVERRIDE or IMPORT."""
 
     mode: str | None = Field(None, max_length=64)
 
 
-class Error(Body):
+class ConfluentError(Body):
     """The body of every Confluent API error."""
 
     model_config = ConfigDict(alias_generator=None)
@@ -217,7 +219,7 @@ class Number(RootModel[int]):
     """One version number."""
 
 
-class Schemas(RootModel[list[Schema]]):
+class Schemas(RootModel[list[ConfluentSchema]]):
     """Subject versions with their schemas."""
 
 

@@ -6,7 +6,7 @@ from flask import Flask
 
 from registry.confluent.service import ConfluentService
 from registry.confluent.store import SqlConfluentStore
-from registry.confluent.views import SERVICE_KEY, bp
+from registry.confluent.views import SERVICE_KEY, SubjectConverter, bp
 
 
 def register(app: Flask) -> None:
@@ -14,4 +14,5 @@ def register(app: Flask) -> None:
     registry service as the Pravega API (so ids, schemas and policies are shared)."""
     streamcat = app.extensions["streamcat"]
     app.extensions[SERVICE_KEY] = ConfluentService(streamcat.registry, SqlConfluentStore(streamcat.engine))
+    app.url_map.converters["subject"] = SubjectConverter
     app.register_blueprint(bp)

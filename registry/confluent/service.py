@@ -171,14 +171,12 @@ class ConfluentService:
 
     def list_subjects(
         self, prefix: str | None, *, deleted: bool, deleted_only: bool, offset: int, limit: int | None
-    ) -> list[str]:
-        """Subject names (qualified with their context outside the default one)."""
+    ) -> list[Subject]:
+        """Subjects whose qualified names start with ``prefix`` (every context by default)."""
         namespace, name = self._prefix(prefix)
         offset, limit = self.page(offset, limit)
-        found = self.store.subjects(
-            namespace, name, deleted=deleted, deleted_only=deleted_only, offset=offset, limit=limit
-        )
-        return [s.qualified for s in found]
+        return self.store.subjects(namespace, name, deleted=deleted, deleted_only=deleted_only, offset=offset,
+                                   limit=limit)
 
     def _entries(self, subject: Subject, *, deleted: bool) -> list[VersionEntry]:
         entries = self.store.entries(subject)

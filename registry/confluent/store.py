@@ -38,6 +38,7 @@ from registry.formats.base import ParsedSchema
 from registry.ids import GroupName, Namespace, TypeName
 from registry.model import Compatibility, GroupProperties, SchemaInfo, SerializationFormat
 from registry.store.orm import GroupRow, SchemaRow, VersionRow
+from registry.store.policies import policy_from_json, policy_to_json
 
 #: Property of a version's SchemaInfo (Pravega API) listing its schema's references, as JSON.
 REFERENCES_PROPERTY = "streamcat.references"
@@ -111,7 +112,7 @@ FollowRule = Callable[[str, Compatibility], bool]
 def _properties(row: GroupRow) -> GroupProperties:
     return GroupProperties(
         SerializationFormat(row.serialization_format, row.full_type_name),
-        Compatibility.from_json(row.compatibility),
+        policy_from_json(row.compatibility),
         row.allow_multiple_types,
         dict(row.properties),
     )
@@ -436,7 +437,7 @@ class SqlConfluentStore:
                 session.execute(
                     update(GroupRow)
                     .where(GroupRow.namespace == subject.namespace, GroupRow.name == subject.name)
-                    .values(compatibility=policy.to_json())
+                    .values(compatibility=policy_to_json(policy))
                 )
                 return
             own_level = exists().where(
@@ -458,13 +459,13 @@ class SqlConfluentStore:
             chosen = [
                 group_id
                 for group_id, fmt, current in session.execute(query)
-                if followers(fmt, Compatibility.from_json(current))
+                if followers(fmt, policy_from_json(current))
             ]
             for start in range(0, len(chosen), _CHUNK):
                 session.execute(
                     update(GroupRow)
                     .where(GroupRow.id.in_(chosen[start : start + _CHUNK]))
-                    .values(compatibility=policy.to_json())
+                    .values(compatibility=policy_to_json(policy))
                 )
 
     # -- registration -----------------------------------------------------------------------
@@ -532,7 +533,7 @@ class SqlConfluentStore:
                     serialization_format=create.format.name,
                     full_type_name=create.format.full_type_name,
                     allow_multiple_types=create.allow_multiple_types,
-                    compatibility=create.compatibility.to_json(),
+                    compatibility=policy_to_json(create.compatibility),
                     properties=dict(create.properties),
                     created_at=now_ms(),
                 )

@@ -10,16 +10,28 @@ percent-encoded, which the server decodes before routing: ``<path:subject>`` tak
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Annotated, Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, current_app, g, jsonify, request
+from pydantic import Field
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import PathConverter
 
-from registry.api.operations import operation
+from registry.api.context import access, require
+from registry.api.operations import View, operation
 from registry.confluent import models as m
-from registry.confluent.errors import InvalidCompatibilityLevel, InvalidSchema, confluent_code, http_error_code
-from registry.confluent.model import SCHEMA_TYPES, SubjectVersion
+from registry.confluent.errors import (
+    InvalidCompatibilityLevel,
+    InvalidSchema,
+    SchemaNotFound,
+    confluent_code,
+    http_error_code,
+)
+from registry.confluent.model import SCHEMA_TYPES, StoredSchema, Subject, SubjectVersion
 from registry.confluent.service import ConfluentService
 from registry.errors import StreamcatError
+from registry.permissions import EVERYTHING, Need, Permission, Resource
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +42,37 @@ SERVICE_KEY = "streamcat.confluent"
 #: Media types of the Confluent API, the preferred first.
 MEDIA_TYPES = ("application/vnd.schemaregistry.v1+json", "application/vnd.schemaregistry+json", "application/json")
 _JSON = MEDIA_TYPES[0]
-_SUBJECT = "/subjects/<path:subject>"
+_SUBJECT = "/subjects/<subject:subject>"
 _VERSION = _SUBJECT + "/versions/<subject_version>"
+
+
+#: How the document names and types this API's path variables.
+_PATH: dict[str, tuple[str, Any]] = {
+    "subject": ("subject", Annotated[str, Field(min_length=1, description="a subject, :.context:subject in a "
+                                                                           "context other than the default")]),
+    "subject_version": ("version", Annotated[str, Field(pattern=r"^([1-9][0-9]{0,9}|latest|-1)$")]),
+    "schema_id": ("id", Annotated[int, Field(ge=1, le=2**31 - 1)]),
+    "rest": ("path", Annotated[str, Field(min_length=1)]),
+}
+
+
+def _need(method: str, operation_id: str) -> Need:
+    # Who may call: a role's permission on the whole registry (grants on one namespace or group are
+    # not mapped to subjects yet, so they give nothing here). Asking (lookups, compatibility tests)
+    # is a read, registering a write; deleting and changing config or mode are an admin's.
+    if method in ("DELETE", "PUT"):
+        return Need("admin")
+    return Need("write") if operation_id == "confluentRegisterSchema" else Need("read")
+
+
+def _op(method: str, rule: str, operation_id: str, summary: str, **declaration: Any) -> Callable[[View], View]:
+    """:func:`operation` on this blueprint, with the Confluent media type, path names and error body
+    (every route may answer 422: a query argument or subject name it cannot take), and the
+    permission it needs."""
+    declaration.setdefault("permission", _need(method, operation_id))
+    declaration.setdefault("media_type", _JSON)
+    declaration["errors"] = tuple(sorted({*declaration.get("errors", ()), 422}))
+    return operation(bp, method, rule, operation_id, summary, path=_PATH, error_model=m.ConfluentError, **declaration)
 
 
 def service() -> ConfluentService:
@@ -40,11 +81,46 @@ def service() -> ConfluentService:
     return found
 
 
+class SubjectConverter(PathConverter):
+    """A subject name in a path: like ``<path:...>`` (slashes included, as clients percent-encode
+    them and the server decodes them before routing), and any other character too, so that a
+    name no route would match (a newline, say) still reaches the view and gets Confluent's error."""
+
+    regex = "(?s:[^/].*?)"
+
+
+#: What the routes need, on the subject's group (a context's configuration: on its namespace, as the
+#: group with no name); listings and lookups by id filter what the caller may read.
+READ, WRITE, ADMIN = Need("read", "group"), Need("write", "group"), Need("admin", "group")
+LISTING, REGISTRY_ADMIN = Need("read", listing=True), Need("admin")
+
+
+@bp.url_value_preprocessor
+def _subject_names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
+    # The shell's guard finds the group a route's permission is on in g (as for the Pravega API).
+    if values is not None and "subject" in values:
+        subject = Subject.parse(str(values["subject"]), context_only=True)
+        g.namespace, g.group = subject.namespace, subject.name
+
+
+def _readable(subject: Subject) -> bool:
+    return access().allows(Permission.READ, Resource.of_group(subject.namespace, subject.name))
+
+
+def _scope(subject: str) -> Subject:
+    """The subject, context or registry a config or mode path names; the registry's own (``:.:``)
+    needs admin everywhere, as ``/config`` and ``/mode`` do."""
+    found = service().subject(subject, context_only=True)
+    if not found.name and not found.namespace and request.method != "GET":
+        require(Permission.ADMIN, EVERYTHING)
+    return found
+
+
 # -- errors and media types -------------------------------------------------------------------------
 
 
 def _error(status: int, code: int, message: str) -> Response:
-    response = jsonify(m.Error(error_code=code, message=message).model_dump())
+    response = jsonify(m.ConfluentError(error_code=code, message=message).model_dump())
     response.status_code = status
     return response
 
@@ -52,7 +128,9 @@ def _error(status: int, code: int, message: str) -> Response:
 @bp.errorhandler(StreamcatError)
 def _domain_error(error: StreamcatError) -> Response:
     status, code = confluent_code(error)
-    return _error(status, code, error.message)
+    response = _error(status, code, error.message)
+    response.headers.extend(getattr(error, "headers", ()))  # a 401's WWW-Authenticate challenges
+    return response
 
 
 @bp.errorhandler(HTTPException)
@@ -72,7 +150,7 @@ def _confluent_answer(response: Response) -> Response:
         body = response.get_json(silent=True)
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             message = str(body["error"].get("message", ""))
-            response.set_data(m.Error(error_code=http_error_code(response.status_code), message=message)
+            response.set_data(m.ConfluentError(error_code=http_error_code(response.status_code), message=message)
                               .model_dump_json())
     if response.mimetype in MEDIA_TYPES or response.is_json:
         accepted = request.accept_mimetypes
@@ -81,9 +159,9 @@ def _confluent_answer(response: Response) -> Response:
     return response
 
 
-def _version(svc: ConfluentService, found: SubjectVersion, fmt: str | None) -> m.Schema:
+def _version(svc: ConfluentService, found: SubjectVersion, fmt: str | None) -> m.ConfluentSchema:
     references = svc.references(found.schema, found.subject.namespace)
-    return m.Schema.of(found, svc.text(found.schema, fmt), references)
+    return m.ConfluentSchema.of(found, svc.text(found.schema, fmt), references)
 
 
 def _schema(body: m.RegisterSchemaRequest) -> m.RegisterSchemaRequest:
@@ -97,74 +175,73 @@ def _schema(body: m.RegisterSchemaRequest) -> m.RegisterSchemaRequest:
 # -- subjects -----------------------------------------------------------------------------------------
 
 
-@operation(bp, "GET", "/subjects", "confluentListSubjects", "Subjects (Confluent API)",
-           query=m.SubjectsQuery, response=m.Strings, media_type=_JSON, errors=(422,))
+@_op("GET", "/subjects", "confluentListSubjects", "Subjects (Confluent API)",
+     query=m.SubjectsQuery, response=m.Strings, errors=(422,), permission=LISTING)
 def list_subjects(query: m.SubjectsQuery) -> m.Strings:
-    return m.Strings(service().list_subjects(
-        query.subject_prefix, deleted=query.deleted, deleted_only=query.deleted_only, offset=query.offset,
-        limit=query.limit,
-    ))
+    found = service().list_subjects(query.subject_prefix, deleted=query.deleted, deleted_only=query.deleted_only,
+                                    offset=query.offset, limit=query.limit)
+    return m.Strings([s.qualified for s in found if _readable(s)])
 
 
-@operation(bp, "POST", _SUBJECT, "confluentLookUpSchema", "Version of a schema in a subject (Confluent API)",
-           query=m.LookupQuery, body=m.RegisterSchemaRequest, response=m.Schema, media_type=_JSON,
-           errors=(404, 422))
-def look_up(subject: str, query: m.LookupQuery, body: m.RegisterSchemaRequest) -> m.Schema:
+@_op("POST", _SUBJECT, "confluentLookUpSchema", "Version of a schema in a subject (Confluent API)",
+     query=m.LookupQuery, body=m.RegisterSchemaRequest, response=m.ConfluentSchema,
+     errors=(404, 422), permission=READ)
+def look_up(subject: str, query: m.LookupQuery, body: m.RegisterSchemaRequest) -> m.ConfluentSchema:
     svc = service()
     found = svc.lookup(svc.subject(subject), _schema(body).to_domain(), normalize=query.normalize,
                        deleted=query.deleted)
     return _version(svc, found, query.format)
 
 
-@operation(bp, "DELETE", _SUBJECT, "confluentDeleteSubject", "Delete a subject (Confluent API)",
-           query=m.PermanentQuery, response=m.Numbers, media_type=_JSON, errors=(404, 422))
+@_op("DELETE", _SUBJECT, "confluentDeleteSubject", "Delete a subject (Confluent API)",
+     query=m.PermanentQuery, response=m.Numbers, errors=(404, 422), permission=ADMIN)
 def delete_subject(subject: str, query: m.PermanentQuery) -> m.Numbers:
     svc = service()
     return m.Numbers(svc.delete_subject(svc.subject(subject), permanent=query.permanent))
 
 
-@operation(bp, "GET", _SUBJECT + "/versions", "confluentListVersions", "Versions of a subject (Confluent API)",
-           query=m.VersionsQuery, response=m.Numbers, media_type=_JSON, errors=(404, 422))
+@_op("GET", _SUBJECT + "/versions", "confluentListVersions", "Versions of a subject (Confluent API)",
+     query=m.VersionsQuery, response=m.Numbers, errors=(404, 422), permission=READ)
 def list_versions(subject: str, query: m.VersionsQuery) -> m.Numbers:
     svc = service()
     return m.Numbers(svc.versions(svc.subject(subject), deleted=query.deleted, deleted_only=query.deleted_only,
                                   offset=query.offset, limit=query.limit))
 
 
-@operation(bp, "POST", _SUBJECT + "/versions", "confluentRegisterSchema", "Register a schema (Confluent API)",
-           query=m.RegisterQuery, body=m.RegisterSchemaRequest, response=m.RegisterSchemaResponse,
-           media_type=_JSON, errors=(409, 413, 422))
+@_op("POST", _SUBJECT + "/versions", "confluentRegisterSchema", "Register a schema (Confluent API)",
+     query=m.RegisterQuery, body=m.RegisterSchemaRequest, response=m.RegisterSchemaResponse,
+     media_type=_JSON, errors=(409, 413, 422), permission=WRITE)
 def register(subject: str, query: m.RegisterQuery, body: m.RegisterSchemaRequest) -> m.RegisterSchemaResponse:
     svc = service()
     schema_id, _number = svc.register(svc.subject(subject), _schema(body).to_domain(), query.normalize)
     return m.RegisterSchemaResponse(id=schema_id)
 
 
-@operation(bp, "GET", _VERSION, "confluentGetVersion", "A version of a subject (Confluent API)",
-           query=m.FormatQuery, response=m.Schema, media_type=_JSON, errors=(404, 422))
-def get_version(subject: str, subject_version: str, query: m.FormatQuery) -> m.Schema:
+@_op("GET", _VERSION, "confluentGetVersion", "A version of a subject (Confluent API)",
+     query=m.FormatQuery, response=m.ConfluentSchema, errors=(404, 422), permission=READ)
+def get_version(subject: str, subject_version: str, query: m.FormatQuery) -> m.ConfluentSchema:
     svc = service()
     found = svc.version(svc.subject(subject), subject_version, deleted=query.deleted)
     return _version(svc, found, query.format)
 
 
-@operation(bp, "DELETE", _VERSION, "confluentDeleteVersion", "Delete a version (Confluent API)",
-           query=m.PermanentQuery, response=m.Number, media_type=_JSON, errors=(404, 422))
+@_op("DELETE", _VERSION, "confluentDeleteVersion", "Delete a version (Confluent API)",
+     query=m.PermanentQuery, response=m.Number, errors=(404, 422), permission=ADMIN)
 def delete_version(subject: str, subject_version: str, query: m.PermanentQuery) -> m.Number:
     svc = service()
     return m.Number(svc.delete_version(svc.subject(subject), subject_version, permanent=query.permanent))
 
 
-@operation(bp, "GET", _VERSION + "/schema", "confluentGetVersionSchema", "The schema of a version, as is",
-           query=m.FormatQuery, response=m.RawSchema, media_type=_JSON, errors=(404, 422))
+@_op("GET", _VERSION + "/schema", "confluentGetVersionSchema", "The schema of a version, as is",
+     query=m.FormatQuery, response=m.RawSchema, errors=(404, 422), permission=READ)
 def get_version_schema(subject: str, subject_version: str, query: m.FormatQuery) -> m.RawSchema:
     svc = service()
     found = svc.version(svc.subject(subject), subject_version, deleted=query.deleted)
     return m.RawSchema(svc.text(found.schema, query.format))
 
 
-@operation(bp, "GET", _VERSION + "/referencedby", "confluentReferencedBy", "Schemas referencing a version",
-           query=m.PageQuery, response=m.Numbers, media_type=_JSON, errors=(404, 422))
+@_op("GET", _VERSION + "/referencedby", "confluentReferencedBy", "Schemas referencing a version",
+     query=m.PageQuery, response=m.Numbers, errors=(404, 422), permission=READ)
 def referenced_by(subject: str, subject_version: str, query: m.PageQuery) -> m.Numbers:
     svc = service()
     offset, limit = svc.page(query.offset, query.limit)
@@ -174,17 +251,17 @@ def referenced_by(subject: str, subject_version: str, query: m.PageQuery) -> m.N
 # -- schemas --------------------------------------------------------------------------------------------
 
 
-@operation(bp, "GET", "/schemas", "confluentListSchemas", "Versions of every subject (Confluent API)",
-           query=m.SchemasQuery, response=m.Schemas, media_type=_JSON, errors=(422,))
+@_op("GET", "/schemas", "confluentListSchemas", "Versions of every subject (Confluent API)",
+     query=m.SchemasQuery, response=m.Schemas, errors=(422,), permission=LISTING)
 def list_schemas(query: m.SchemasQuery) -> m.Schemas:
     svc = service()
     found = svc.list_schemas(query.subject_prefix, deleted=query.deleted, latest_only=query.latest_only,
                              offset=query.offset, limit=query.limit)
-    return m.Schemas([_version(svc, v, None) for v in found])
+    return m.Schemas([_version(svc, v, None) for v in found if _readable(v.subject)])
 
 
-@operation(bp, "GET", "/schemas/types", "confluentSchemaTypes", "Schema types (Confluent API)",
-           response=m.Strings, media_type=_JSON, errors=())
+@_op("GET", "/schemas/types", "confluentSchemaTypes", "Schema types (Confluent API)",
+     response=m.Strings, errors=(), permission=LISTING)
 def schema_types() -> m.Strings:
     return m.Strings(sorted(SCHEMA_TYPES))
 
@@ -193,38 +270,50 @@ def _schema_id(text: str) -> int:
     return int(text) if text.isascii() and text.isdigit() and len(text) <= 10 else -1
 
 
-@operation(bp, "GET", "/schemas/ids/<schema_id>", "confluentGetSchemaById", "A schema by its global id",
-           query=m.SchemaByIdQuery, response=m.SchemaString, media_type=_JSON, errors=(404, 422))
+def _readable_schema(schema_id: int) -> StoredSchema:
+    """The schema, if the caller may read a subject holding it (40403 otherwise, as for no schema)."""
+    svc = service()
+    found = svc.schema_by_id(schema_id)
+    if access().allows(Permission.READ, EVERYTHING):
+        return found
+    holders = svc.subjects_holding(schema_id, None, deleted=True, offset=0, limit=None)
+    if not any(_readable(s) for s in holders):
+        raise SchemaNotFound(f"Schema {schema_id} not found")
+    return found
+
+
+@_op("GET", "/schemas/ids/<schema_id>", "confluentGetSchemaById", "A schema by its global id",
+     query=m.SchemaByIdQuery, response=m.SchemaString, errors=(404, 422), permission=LISTING)
 def get_schema(schema_id: str, query: m.SchemaByIdQuery) -> m.SchemaString:
     svc = service()
-    found = svc.schema_by_id(_schema_id(schema_id))
+    found = _readable_schema(_schema_id(schema_id))
     references = svc.references(found, svc.context_of(found, query.subject))
     max_id = svc.max_id() if query.fetch_max_id else None
     return m.SchemaString.of(found, svc.text(found, query.format), references, max_id)
 
 
-@operation(bp, "GET", "/schemas/ids/<schema_id>/schema", "confluentGetSchemaTextById", "A schema by id, as is",
-           query=m.SchemaByIdQuery, response=m.RawSchema, media_type=_JSON, errors=(404, 422))
+@_op("GET", "/schemas/ids/<schema_id>/schema", "confluentGetSchemaTextById", "A schema by id, as is",
+     query=m.SchemaByIdQuery, response=m.RawSchema, errors=(404, 422), permission=LISTING)
 def get_schema_text(schema_id: str, query: m.SchemaByIdQuery) -> m.RawSchema:
     svc = service()
-    return m.RawSchema(svc.text(svc.schema_by_id(_schema_id(schema_id)), query.format))
+    return m.RawSchema(svc.text(_readable_schema(_schema_id(schema_id)), query.format))
 
 
-@operation(bp, "GET", "/schemas/ids/<schema_id>/subjects", "confluentSubjectsOfSchema", "Subjects of a schema",
-           query=m.UsesQuery, response=m.Strings, media_type=_JSON, errors=(404, 422))
+@_op("GET", "/schemas/ids/<schema_id>/subjects", "confluentSubjectsOfSchema", "Subjects of a schema",
+     query=m.UsesQuery, response=m.Strings, errors=(404, 422), permission=LISTING)
 def subjects_of_schema(schema_id: str, query: m.UsesQuery) -> m.Strings:
     found = service().subjects_holding(_schema_id(schema_id), query.subject, deleted=query.deleted,
                                        offset=query.offset, limit=query.limit)
-    return m.Strings([s.qualified for s in found])
+    return m.Strings([s.qualified for s in found if _readable(s)])
 
 
-@operation(bp, "GET", "/schemas/ids/<schema_id>/versions", "confluentVersionsOfSchema",
-           "Subject versions of a schema", query=m.UsesQuery, response=m.SubjectVersions, media_type=_JSON,
-           errors=(404, 422))
+@_op("GET", "/schemas/ids/<schema_id>/versions", "confluentVersionsOfSchema",
+     "Subject versions of a schema", query=m.UsesQuery, response=m.SubjectVersions,
+     errors=(404, 422), permission=LISTING)
 def versions_of_schema(schema_id: str, query: m.UsesQuery) -> m.SubjectVersions:
     uses = service().uses(_schema_id(schema_id), query.subject, deleted=query.deleted, offset=query.offset,
                           limit=query.limit)
-    return m.SubjectVersions([m.SubjectVersion(subject=s.qualified, version=n) for s, n in uses])
+    return m.SubjectVersions([m.SubjectVersion(subject=s.qualified, version=n) for s, n in uses if _readable(s)])
 
 
 # -- compatibility --------------------------------------------------------------------------------------
@@ -238,17 +327,17 @@ def _compatibility(subject: str, version: str | None, query: m.CompatibilityQuer
     return m.CompatibilityCheck(is_compatible=not reasons, messages=reasons if query.verbose else None)
 
 
-@operation(bp, "POST", "/compatibility" + _VERSION, "confluentTestCompatibility",
-           "Is a schema compatible with a version (Confluent API)", query=m.CompatibilityQuery,
-           body=m.RegisterSchemaRequest, response=m.CompatibilityCheck, media_type=_JSON, errors=(404, 422))
+@_op("POST", "/compatibility" + _VERSION, "confluentTestCompatibility",
+     "Is a schema compatible with a version (Confluent API)", query=m.CompatibilityQuery,
+     body=m.RegisterSchemaRequest, response=m.CompatibilityCheck, errors=(404, 422), permission=READ)
 def test_compatibility(subject: str, subject_version: str, query: m.CompatibilityQuery,
                        body: m.RegisterSchemaRequest) -> m.CompatibilityCheck:
     return _compatibility(subject, subject_version, query, body)
 
 
-@operation(bp, "POST", "/compatibility" + _SUBJECT + "/versions", "confluentTestCompatibilityAll",
-           "Is a schema compatible with a subject (Confluent API)", query=m.CompatibilityQuery,
-           body=m.RegisterSchemaRequest, response=m.CompatibilityCheck, media_type=_JSON, errors=(404, 422))
+@_op("POST", "/compatibility" + _SUBJECT + "/versions", "confluentTestCompatibilityAll",
+     "Is a schema compatible with a subject (Confluent API)", query=m.CompatibilityQuery,
+     body=m.RegisterSchemaRequest, response=m.CompatibilityCheck, errors=(404, 422), permission=READ)
 def test_compatibility_all(subject: str, query: m.CompatibilityQuery,
                            body: m.RegisterSchemaRequest) -> m.CompatibilityCheck:
     return _compatibility(subject, None, query, body)
@@ -265,102 +354,102 @@ def _config_request(body: m.ConfigRequest) -> tuple[str | None, bool | None]:
     return body.compatibility or body.compatibility_level, body.normalize
 
 
-@operation(bp, "GET", "/config", "confluentGetConfig", "The registry's configuration",
-           query=m.DefaultToGlobalQuery, response=m.Config, media_type=_JSON, errors=(422,))
-def get_global_config() -> m.Config:
-    return m.Config.of(service().get_config(service().subject("", context_only=True), default_to_global=True))
+@_op("GET", "/config", "confluentGetConfig", "The registry's configuration",
+     query=m.DefaultToGlobalQuery, response=m.ConfluentConfig, errors=(422,), permission=LISTING)
+def get_global_config() -> m.ConfluentConfig:
+    return m.ConfluentConfig.of(service().get_config(service().subject("", context_only=True), default_to_global=True))
 
 
-@operation(bp, "PUT", "/config", "confluentSetConfig", "Set the registry's configuration",
-           body=m.ConfigRequest, response=m.ConfigUpdate, media_type=_JSON, errors=(422,))
+@_op("PUT", "/config", "confluentSetConfig", "Set the registry's configuration",
+     body=m.ConfigRequest, response=m.ConfigUpdate, errors=(422,), permission=REGISTRY_ADMIN)
 def set_global_config(body: m.ConfigRequest) -> m.ConfigUpdate:
     level, normalize = _config_request(body)
     return m.ConfigUpdate.of(service().set_config(service().subject("", context_only=True), level, normalize))
 
 
-@operation(bp, "DELETE", "/config", "confluentDeleteConfig", "Reset the registry's configuration",
-           response=m.Config, media_type=_JSON, errors=(422,))
-def delete_global_config() -> m.Config:
-    return m.Config.of(service().delete_config(service().subject("", context_only=True)))
+@_op("DELETE", "/config", "confluentDeleteConfig", "Reset the registry's configuration",
+     response=m.ConfluentConfig, errors=(422,), permission=REGISTRY_ADMIN)
+def delete_global_config() -> m.ConfluentConfig:
+    return m.ConfluentConfig.of(service().delete_config(service().subject("", context_only=True)))
 
 
-@operation(bp, "GET", "/config/<path:subject>", "confluentGetSubjectConfig", "A subject's configuration",
-           query=m.DefaultToGlobalQuery, response=m.Config, media_type=_JSON, errors=(404, 422))
-def get_config(subject: str, query: m.DefaultToGlobalQuery) -> m.Config:
+@_op("GET", "/config/<subject:subject>", "confluentGetSubjectConfig", "A subject's configuration",
+     query=m.DefaultToGlobalQuery, response=m.ConfluentConfig, errors=(404, 422), permission=READ)
+def get_config(subject: str, query: m.DefaultToGlobalQuery) -> m.ConfluentConfig:
     svc = service()
-    return m.Config.of(svc.get_config(svc.subject(subject, context_only=True),
-                                      default_to_global=query.default_to_global))
+    return m.ConfluentConfig.of(svc.get_config(_scope(subject), default_to_global=query.default_to_global))
 
 
-@operation(bp, "PUT", "/config/<path:subject>", "confluentSetSubjectConfig", "Set a subject's configuration",
-           body=m.ConfigRequest, response=m.ConfigUpdate, media_type=_JSON, errors=(422,))
+@_op("PUT", "/config/<subject:subject>", "confluentSetSubjectConfig", "Set a subject's configuration",
+     body=m.ConfigRequest, response=m.ConfigUpdate, errors=(422,), permission=ADMIN)
 def set_config(subject: str, body: m.ConfigRequest) -> m.ConfigUpdate:
     level, normalize = _config_request(body)
     svc = service()
-    return m.ConfigUpdate.of(svc.set_config(svc.subject(subject, context_only=True), level, normalize))
+    return m.ConfigUpdate.of(svc.set_config(_scope(subject), level, normalize))
 
 
-@operation(bp, "DELETE", "/config/<path:subject>", "confluentDeleteSubjectConfig",
-           "Remove a subject's configuration", response=m.Config, media_type=_JSON, errors=(404, 422))
-def delete_config(subject: str) -> m.Config:
+@_op("DELETE", "/config/<subject:subject>", "confluentDeleteSubjectConfig",
+     "Remove a subject's configuration", response=m.ConfluentConfig, errors=(404, 422), permission=ADMIN)
+def delete_config(subject: str) -> m.ConfluentConfig:
     svc = service()
-    return m.Config.of(svc.delete_config(svc.subject(subject, context_only=True)))
+    return m.ConfluentConfig.of(svc.delete_config(_scope(subject)))
 
 
-@operation(bp, "GET", "/mode", "confluentGetMode", "The registry's mode",
-           response=m.Mode, media_type=_JSON, errors=())
-def get_global_mode() -> m.Mode:
-    return m.Mode(mode=service().get_mode(service().subject("", context_only=True), default_to_global=True))
+@_op("GET", "/mode", "confluentGetMode", "The registry's mode",
+     response=m.ConfluentMode, errors=(), permission=LISTING)
+def get_global_mode() -> m.ConfluentMode:
+    return m.ConfluentMode(mode=service().get_mode(service().subject("", context_only=True), default_to_global=True))
 
 
-@operation(bp, "PUT", "/mode", "confluentSetMode", "Set the registry's mode",
-           query=m.ForceQuery, body=m.Mode, response=m.Mode, media_type=_JSON, errors=(422,))
-def set_global_mode(query: m.ForceQuery, body: m.Mode) -> m.Mode:
+@_op("PUT", "/mode", "confluentSetMode", "Set the registry's mode",
+     query=m.ForceQuery, body=m.ConfluentMode, response=m.ConfluentMode, errors=(422,), permission=REGISTRY_ADMIN)
+def set_global_mode(query: m.ForceQuery, body: m.ConfluentMode) -> m.ConfluentMode:
     svc = service()
-    return m.Mode(mode=svc.set_mode(svc.subject("", context_only=True), body.mode, force=query.force))
+    return m.ConfluentMode(mode=svc.set_mode(svc.subject("", context_only=True), body.mode, force=query.force))
 
 
-@operation(bp, "DELETE", "/mode", "confluentDeleteMode", "Reset the registry's mode",
-           response=m.Mode, media_type=_JSON, errors=())
-def delete_global_mode() -> m.Mode:
-    return m.Mode(mode=service().delete_mode(service().subject("", context_only=True)))
+@_op("DELETE", "/mode", "confluentDeleteMode", "Reset the registry's mode",
+     response=m.ConfluentMode, errors=(), permission=REGISTRY_ADMIN)
+def delete_global_mode() -> m.ConfluentMode:
+    return m.ConfluentMode(mode=service().delete_mode(service().subject("", context_only=True)))
 
 
-@operation(bp, "GET", "/mode/<path:subject>", "confluentGetSubjectMode", "A subject's mode",
-           query=m.DefaultToGlobalQuery, response=m.Mode, media_type=_JSON, errors=(404, 422))
-def get_mode(subject: str, query: m.DefaultToGlobalQuery) -> m.Mode:
+@_op("GET", "/mode/<subject:subject>", "confluentGetSubjectMode", "A subject's mode",
+     query=m.DefaultToGlobalQuery, response=m.ConfluentMode, errors=(404, 422), permission=READ)
+def get_mode(subject: str, query: m.DefaultToGlobalQuery) -> m.ConfluentMode:
     svc = service()
-    return m.Mode(mode=svc.get_mode(svc.subject(subject, context_only=True),
-                                    default_to_global=query.default_to_global))
+    return m.ConfluentMode(mode=svc.get_mode(_scope(subject), default_to_global=query.default_to_global))
 
 
-@operation(bp, "PUT", "/mode/<path:subject>", "confluentSetSubjectMode", "Set a subject's mode",
-           query=m.ForceQuery, body=m.Mode, response=m.Mode, media_type=_JSON, errors=(422,))
-def set_mode(subject: str, query: m.ForceQuery, body: m.Mode) -> m.Mode:
+@_op("PUT", "/mode/<subject:subject>", "confluentSetSubjectMode", "Set a subject's mode",
+     query=m.ForceQuery, body=m.ConfluentMode, response=m.ConfluentMode, errors=(422,), permission=ADMIN)
+def set_mode(subject: str, query: m.ForceQuery, body: m.ConfluentMode) -> m.ConfluentMode:
     svc = service()
-    return m.Mode(mode=svc.set_mode(svc.subject(subject, context_only=True), body.mode, force=query.force))
+    return m.ConfluentMode(mode=svc.set_mode(_scope(subject), body.mode, force=query.force))
 
 
-@operation(bp, "DELETE", "/mode/<path:subject>", "confluentDeleteSubjectMode", "Remove a subject's mode",
-           response=m.Mode, media_type=_JSON, errors=(422,))
-def delete_mode(subject: str) -> m.Mode:
+@_op("DELETE", "/mode/<subject:subject>", "confluentDeleteSubjectMode", "Remove a subject's mode",
+     response=m.ConfluentMode, errors=(422,), permission=ADMIN)
+def delete_mode(subject: str) -> m.ConfluentMode:
     svc = service()
-    return m.Mode(mode=svc.delete_mode(svc.subject(subject, context_only=True)))
+    return m.ConfluentMode(mode=svc.delete_mode(_scope(subject)))
 
 
 # -- contexts and what is not served --------------------------------------------------------------------
 
 
-@operation(bp, "GET", "/contexts", "confluentListContexts", "Contexts (namespaces) holding subjects",
-           query=m.PageQuery, response=m.Strings, media_type=_JSON, errors=())
+@_op("GET", "/contexts", "confluentListContexts", "Contexts (namespaces) holding subjects",
+     query=m.PageQuery, response=m.Strings, errors=(), permission=LISTING)
 def contexts(query: m.PageQuery) -> m.Strings:
-    return m.Strings(service().contexts(query.offset, query.limit))
+    found = service().contexts(query.offset, query.limit)
+    visible = access()
+    return m.Strings([c for c in found if visible.allows_within(Permission.READ, Resource.of_namespace(c[1:]))])
 
 
-@operation(bp, "GET", "/associations/<path:rest>", "confluentAssociations",
-           "Not served: answers 404, so clients fall back to topic-named subjects", response=m.Error,
-           media_type=_JSON, errors=(404,))
-def associations(rest: str) -> m.Error:
+@_op("GET", "/associations/<subject:rest>", "confluentAssociations",
+     "Not served: answers 404, so clients fall back to topic-named subjects", response=m.ConfluentError,
+     media_type=_JSON, errors=(404,), permission=LISTING)
+def associations(rest: str) -> m.ConfluentError:
     raise _NotServed("associations are not supported by this registry")
 
 

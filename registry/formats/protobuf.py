@@ -1,24 +1,29 @@
 """Protobuf schemas: a serialized FileDescriptorSet (as Pravega sends) or ``.proto`` text.
 
 ``.proto`` text is compiled with the real protoc shipped in grpcio-tools and stored as
-the FileDescriptorSet, so that every client gets descriptors back, as in Pravega.
+the FileDescriptorSet, so that every client gets descriptors back, as in Pravega. Compiling is
+bounded (:class:`Protoc`): by input size, by how many compile at once, and the cache of results
+by bytes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
+from cachetools import LRUCache
 from google.protobuf import descriptor_pb2, json_format
 from google.protobuf.message import DecodeError
 
-from registry.errors import InvalidSchema
+from registry.errors import Busy, InvalidSchema
 from registry.formats.base import Incompatibility, ParsedSchema, Reference, SchemaFormat
 from registry.formats.protobuf_compat import DescriptorSetError, check_protobuf, load_descriptor_set
 
@@ -39,6 +44,68 @@ _RUN_PROTOC = (
 MAIN_FILE = "schema.proto"
 
 
+class SchemaTooLarge(InvalidSchema):
+    """Protobuf input larger than protoc is given."""
+
+    code = "SchemaTooLarge"
+
+
+class Protoc:
+    """protoc as one process runs it: at most ``slots`` compiles at once, each of at most
+    ``max_input`` bytes (``.proto`` text plus the descriptors it imports), and results remembered
+    by content in an LRU cache of at most ``cache_bytes``.
+
+    protoc takes about 0.1 s and a child process per file, and about 2 s for 1 MB of text, so a
+    burst of large schemas would otherwise start a process per request thread. A compile that
+    finds no free slot within ``wait`` seconds is refused with :class:`Busy` (503, Retry-After):
+    better than a queue the client cannot see, and the same text is a cache hit once compiled.
+    """
+
+    def __init__(
+        self, slots: int = 2, wait: float = 5.0, max_input: int = 512 * 1024, cache_bytes: int = 32 * 1024 * 1024
+    ) -> None:
+        self.slots, self.wait, self.max_input = slots, wait, max_input
+        self._gate = threading.BoundedSemaphore(slots)
+        self._cache: LRUCache[bytes, bytes] = LRUCache(maxsize=cache_bytes, getsizeof=lambda out: max(1, len(out)))
+        self._lock = threading.Lock()
+
+    def compile(self, kind: str, inputs: Sequence[bytes], run: Callable[[], bytes]) -> bytes:
+        """The serialized FileDescriptorSet that ``run`` (protoc over ``inputs``, in the way ``kind``
+        names) writes, from the cache when these inputs were compiled that way before."""
+        size = sum(len(i) for i in inputs)
+        if size > self.max_input:
+            raise SchemaTooLarge(
+                f"Protobuf schema of {size} bytes (with what it imports) is over the limit of {self.max_input} bytes"
+            )
+        digest = hashlib.sha256(kind.encode())
+        for part in inputs:
+            digest.update(len(part).to_bytes(8, "big") + part)
+        key = digest.digest()
+        with self._lock:
+            found = self._cache.get(key)
+        if found is not None:
+            return found
+        if not self._gate.acquire(timeout=self.wait):
+            raise Busy(f"{self.slots} Protobuf schemas are being compiled already; retry the request")
+        try:
+            out = run()
+        finally:
+            self._gate.release()
+        with self._lock, contextlib.suppress(ValueError):  # ValueError: larger than the whole cache
+            self._cache[key] = out
+        return out
+
+
+#: This process's protoc (``configure_protoc`` replaces it).
+_protoc = Protoc()
+
+
+def configure_protoc(protoc: Protoc) -> None:
+    """Compile with ``protoc``'s bounds from now on (its cache starts empty)."""
+    global _protoc
+    _protoc = protoc
+
+
 def is_proto_text(data: bytes) -> bool:
     """Whether ``data`` looks like ``.proto`` source (rather than a serialized descriptor)."""
     return _PROTO_TEXT.match(data) is not None
@@ -49,16 +116,18 @@ def compile_proto(text: bytes) -> descriptor_pb2.FileDescriptorSet:
     return descriptor_pb2.FileDescriptorSet.FromString(_compiled(text))
 
 
-@lru_cache(maxsize=256)
 def _compiled(text: bytes) -> bytes:
     # protoc runs in a child process (~0.1 s); the same text always compiles the same.
-    with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
-        source = Path(tmp) / MAIN_FILE
-        source.write_bytes(text)
-        out = Path(tmp) / "out.desc"
-        args = ["protoc", f"-I{tmp}", f"-I{protoc_include_dir()}", "--include_imports",
-                f"--descriptor_set_out={out}", str(source)]
-        return _run_protoc(args, out, tmp)
+    def run() -> bytes:
+        with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
+            source = Path(tmp) / MAIN_FILE
+            source.write_bytes(text)
+            out = Path(tmp) / "out.desc"
+            args = ["protoc", f"-I{tmp}", f"-I{protoc_include_dir()}", "--include_imports",
+                    f"--descriptor_set_out={out}", str(source)]
+            return _run_protoc(args, out, tmp)
+
+    return _protoc.compile("text", [text], run)
 
 
 def _run_protoc(args: list[str], out: Path, tmp: str) -> bytes:
@@ -96,19 +165,21 @@ def compile_with(source: bytes | descriptor_pb2.FileDescriptorProto,
     return descriptor_pb2.FileDescriptorSet.FromString(_compiled_with(b"", given.SerializeToString(deterministic=True)))
 
 
-@lru_cache(maxsize=256)
 def _compiled_with(text: bytes, descriptors: bytes) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
-        sources = Path(tmp) / "src"
-        sources.mkdir()
-        if text:
-            (sources / MAIN_FILE).write_bytes(text)
-        given = Path(tmp) / "in.desc"
-        given.write_bytes(descriptors)
-        out = Path(tmp) / "out.desc"
-        args = ["protoc", f"-I{sources}", f"-I{protoc_include_dir()}", f"--descriptor_set_in={given}",
-                "--include_imports", f"--descriptor_set_out={out}", MAIN_FILE]
-        return _run_protoc(args, out, tmp)
+    def run() -> bytes:
+        with tempfile.TemporaryDirectory(prefix="streamcat-proto-") as tmp:
+            sources = Path(tmp) / "src"
+            sources.mkdir()
+            if text:
+                (sources / MAIN_FILE).write_bytes(text)
+            given = Path(tmp) / "in.desc"
+            given.write_bytes(descriptors)
+            out = Path(tmp) / "out.desc"
+            args = ["protoc", f"-I{sources}", f"-I{protoc_include_dir()}", f"--descriptor_set_in={given}",
+                    "--include_imports", f"--descriptor_set_out={out}", MAIN_FILE]
+            return _run_protoc(args, out, tmp)
+
+    return _protoc.compile("with", [text, descriptors], run)
 
 
 def protoc_include_dir() -> str:

@@ -13,14 +13,14 @@ import json
 from collections.abc import Callable
 from functools import cache
 from io import BytesIO
-from typing import Any, BinaryIO
+from typing import Any
 
 import fastavro
 from fastavro.validation import ValidationError
 from fastavro.validation import validate as validate_record
 
 from registry.formats.base import ParsedSchema
-from registry.serde.base import Append, Decode, Encode, ReadFrom, ReadOptions, RecordFormat
+from registry.serde.base import Decode, Encode, InPlace, ReadFrom, ReadOptions, RecordFormat
 from registry.serde.errors import SerdeError
 
 #: What fastavro's writer raises on a record that does not fit the schema.
@@ -116,30 +116,15 @@ def _validation_message(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def _appender(schema: ParsedSchema, prefix: bytes) -> Append | None:
-    """Appends ``prefix`` and a record to a buffer with fastavro's writer (None without its internals)."""
-    internals = _internals()
-    if internals is None:
+def _failure(type_name: str) -> Callable[[BaseException], Exception | None]:
+    """The error a failed write of a record of ``type_name`` becomes (None: raise it as it is)."""
+
+    def failure(error: BaseException) -> Exception | None:
+        if isinstance(error, _WRITE_ERRORS):
+            return SerdeError(f"record does not fit Avro schema {type_name}: {error}")
         return None
-    write_data = internals[0]
-    type_name = schema.type_name
-    named: dict[str, Any] = {}
-    parsed = fastavro.parse_schema(_document(schema), named)
-    options = _WRITE_OPTIONS
 
-    def append(out: bytearray, record: Any) -> None:
-        start = len(out)
-        out += prefix
-        try:
-            write_data(out, record, parsed, named, "", options)
-        except _WRITE_ERRORS as e:
-            del out[start:]
-            raise SerdeError(f"record does not fit Avro schema {type_name}: {e}") from e
-        except BaseException:
-            del out[start:]
-            raise
-
-    return append
+    return failure
 
 
 def _encoder(schema: ParsedSchema, prefix: bytes) -> Encode:
@@ -197,9 +182,13 @@ class AvroRecords(RecordFormat):
 
         return validate_and_encode
 
-    def appender(self, schema: ParsedSchema, *, validate: bool, prefix: bytes) -> Append:
-        append = None if validate else _appender(schema, prefix)
-        return append if append is not None else super().appender(schema, validate=validate, prefix=prefix)
+    def in_place(self, schema: ParsedSchema, *, prefix: bytes) -> InPlace | None:
+        internals = _internals()
+        if internals is None:
+            return None
+        named: dict[str, Any] = {}
+        parsed = fastavro.parse_schema(_document(schema), named)
+        return InPlace(prefix, internals[0], (parsed, named, "", _WRITE_OPTIONS), _failure(schema.type_name))
 
     def stream_decoder(
         self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions
@@ -214,12 +203,7 @@ class AvroRecords(RecordFormat):
         named: dict[str, Any] = {"writer": {}, "reader": {}}
         writer_schema = fastavro.parse_schema(_document(writer), named["writer"])
         reader_schema = None if reader is None else fastavro.parse_schema(_document(reader), named["reader"])
-        read_options = _READ_OPTIONS
-
-        def read_from(stream: BinaryIO) -> Any:
-            return read_data(stream, writer_schema, named, reader_schema, read_options)
-
-        return read_from
+        return read_data, (writer_schema, named, reader_schema, _READ_OPTIONS)
 
     def decoder(self, writer: ParsedSchema, reader: ParsedSchema | None, options: ReadOptions) -> Decode:
         # Without a reader schema (or with the writer's own) fastavro skips resolution altogether.

@@ -118,6 +118,7 @@ class Deserializer:
         stream = BytesIO(data)  # shares the bytes: no copy
         seek, tell = stream.seek, stream.tell
         unpack = _FRAME.unpack_from
+        skip = _LENGTH.size + HEADER_SIZE
         for offset in offsets:
             try:
                 length, version, encoding = unpack(data, offset)
@@ -128,9 +129,10 @@ class Deserializer:
             if read_from is None:
                 yield self.deserialize(data[offset + 4 : end])
                 continue
-            seek(offset + 4 + HEADER_SIZE)
+            seek(offset + skip)
+            read, arguments = read_from
             try:
-                record = read_from(stream)
+                record = read(stream, *arguments)
             except _ERRORS as e:
                 raise self._decode_error(data[offset + 4 : end], e) from e
             if tell() > end:  # it read on into the next frame: the payload was cut short

@@ -14,7 +14,7 @@ from registry.formats import get_format
 from registry.formats.base import ParsedSchema
 from registry.ids import EncodingId
 from registry.model import NO_CODEC, SchemaInfo, VersionInfo
-from registry.serde.base import Append, Encode, record_format
+from registry.serde.base import Encode, InPlace, record_format
 from registry.serde.codecs import DEFAULT_CODECS, Codec, CodecRegistry, NoCodec
 from registry.serde.errors import SerdeError
 from registry.serde.wire import encode_header
@@ -25,7 +25,7 @@ class _Connection:
     """What a serializer learned from the registry: its encoder with the header, version and encoding id."""
 
     write: Encode
-    append: Append
+    in_place: InPlace | None
     version: VersionInfo
     encoding_id: EncodingId
 
@@ -82,10 +82,12 @@ class Serializer:
                 version = client.find_version(group, self.schema)
             encoding_id = client.encoding_id(group, version, self.codec.name)
             header = encode_header(encoding_id)
+            in_place = None
             if isinstance(self.codec, NoCodec):
                 # The header goes straight into the encoder's output: no second copy of the event.
                 write = self._format.encoder(self._parsed, validate=self.validate, prefix=header)
-                append = self._format.appender(self._parsed, validate=self.validate, prefix=header)
+                if not self.validate:
+                    in_place = self._format.in_place(self._parsed, prefix=header)
             else:
                 encode = self._format.encoder(self._parsed, validate=self.validate, prefix=b"")
                 compress = self.codec.encode
@@ -93,10 +95,7 @@ class Serializer:
                 def write(record: Any) -> bytes:
                     return header + compress(encode(record))
 
-                def append(out: bytearray, record: Any) -> None:
-                    out += write(record)
-
-            self._connection = _Connection(write, append, version, encoding_id)
+            self._connection = _Connection(write, in_place, version, encoding_id)
             self._write = write
             return self._connection
 
@@ -107,12 +106,12 @@ class Serializer:
             write = self._connect()
         return write(record)
 
-    def appender(self) -> Append:
-        """A function appending the event of a record (what :meth:`serialize` returns) to a buffer, and
-        nothing if the record cannot be serialized: for writers that lay events out in a buffer of
-        their own, without a bytes object per event. Registers the schema on first use, as
-        :meth:`serialize` does."""
-        return (self._connection or self._connected()).append
+    def in_place(self) -> InPlace | None:
+        """How to append this serializer's events (what :meth:`serialize` returns) straight to a buffer
+        from a loop of one's own, for writers that lay events out in a buffer, without a bytes object
+        per event; None when the format, a codec or ``validate`` rules it out (use :meth:`serialize`).
+        Registers the schema on first use, as :meth:`serialize` does."""
+        return (self._connection or self._connected()).in_place
 
     def serialize_many(self, records: Iterable[Any]) -> list[bytes]:
         """Events for every record of an iterable, in order."""

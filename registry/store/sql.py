@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import Engine, Row, Select, func, select
+from sqlalchemy import Engine, Row, Select, func, not_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from registry.db import Transactions, now_ms
+from registry.db import Transactions, now_ms, retried
 from registry.errors import (
     AlreadyExists,
     CodecNotRegistered,
@@ -36,12 +36,17 @@ from registry.pagination import decode_token
 from registry.policy import Needed, needed
 from registry.store.base import AddCheck, AddContext, GroupPage, RegistryStore, StoredVersion
 from registry.store.orm import CodecRow, EncodingRow, GroupRow, SchemaRow, VersionRow
+from registry.store.policies import policy_from_json, policy_to_json
+
+#: Versions not deleted. Written NOT deleted, as the partial index on live versions says it, so that
+#: PostgreSQL uses that index ("deleted IS false" means the same but does not match it).
+_LIVE = not_(VersionRow.deleted)
 
 
 def _properties(row: GroupRow) -> GroupProperties:
     return GroupProperties(
         format=SerializationFormat(row.serialization_format, row.full_type_name),
-        compatibility=Compatibility.from_json(row.compatibility),
+        compatibility=policy_from_json(row.compatibility),
         allow_multiple_types=row.allow_multiple_types,
         properties=dict(row.properties),
     )
@@ -61,7 +66,7 @@ def _stored(version: VersionRow, schema: SchemaRow) -> StoredVersion:
     return StoredVersion(
         schema=info,
         version=_version_info(version),
-        compatibility=Compatibility.from_json(version.compatibility),
+        compatibility=policy_from_json(version.compatibility),
         created_at=version.created_at,
         deleted=version.deleted,
     )
@@ -101,10 +106,14 @@ class SqlRegistryStore(RegistryStore):
         return SqlRegistryStore(self.engine, session)
 
     @staticmethod
-    def _group(session: Session, namespace: Namespace, name: GroupName, *, lock: bool = False) -> GroupRow:
+    def _group(
+        session: Session, namespace: Namespace, name: GroupName, *, lock: bool = False, share: bool = False
+    ) -> GroupRow:
+        """The group's row; ``lock``: locked for update (its versions change); ``share``: locked
+        against its deletion only (FOR KEY SHARE). Group before versions: docs/decisions.md."""
         query = select(GroupRow).where(GroupRow.namespace == namespace, GroupRow.name == name)
-        if lock:
-            query = query.with_for_update()
+        if lock or share:
+            query = query.with_for_update(read=share, key_share=share)
         row = session.scalars(query).one_or_none()
         if row is None:
             where = f" in namespace {namespace!r}" if namespace else ""
@@ -113,6 +122,7 @@ class SqlRegistryStore(RegistryStore):
 
     # -- groups ---------------------------------------------------------------------------
 
+    @retried
     def create_group(self, namespace: Namespace, name: GroupName, properties: GroupProperties) -> None:
         try:
             with self._write() as session, session.begin_nested():
@@ -123,7 +133,7 @@ class SqlRegistryStore(RegistryStore):
                         serialization_format=properties.format.name,
                         full_type_name=properties.format.full_type_name,
                         allow_multiple_types=properties.allow_multiple_types,
-                        compatibility=properties.compatibility.to_json(),
+                        compatibility=policy_to_json(properties.compatibility),
                         properties=dict(properties.properties),
                         created_at=now_ms(),
                     )
@@ -147,6 +157,7 @@ class SqlRegistryStore(RegistryStore):
         next_token = str(rows[-1].id) if rows else str(after)
         return GroupPage([(GroupName(r.name), _properties(r)) for r in rows], next_token)
 
+    @retried
     def delete_group(self, namespace: Namespace, name: GroupName) -> None:
         with self._write() as session:
             session.delete(self._group(session, namespace, name, lock=True))
@@ -155,6 +166,7 @@ class SqlRegistryStore(RegistryStore):
         with self._read() as session:
             return session.scalar(select(func.count()).where(GroupRow.namespace == namespace)) or 0
 
+    @retried
     def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
         with self._write() as session:
             rows = session.scalars(
@@ -164,6 +176,7 @@ class SqlRegistryStore(RegistryStore):
                 session.delete(row)
             return [GroupName(r.name) for r in rows]
 
+    @retried
     def update_compatibility(
         self,
         namespace: Namespace,
@@ -173,16 +186,17 @@ class SqlRegistryStore(RegistryStore):
     ) -> GroupProperties:
         with self._write() as session:
             row = self._group(session, namespace, name, lock=True)
-            current = Compatibility.from_json(row.compatibility)
+            current = policy_from_json(row.compatibility)
             if previous is not None and previous != current:
                 raise WriteConflict(
                     f"previousCompatibility {previous.policy} does not match the current policy {current.policy}"
                 )
-            row.compatibility = compatibility.to_json()
+            row.compatibility = policy_to_json(compatibility)
             return _properties(row)
 
     # -- schemas --------------------------------------------------------------------------
 
+    @retried
     def add_schema(
         self, namespace: Namespace, name: GroupName, schema: ParsedSchema, info: SchemaInfo, check: AddCheck
     ) -> VersionInfo:
@@ -195,7 +209,7 @@ class SqlRegistryStore(RegistryStore):
                     select(VersionRow).where(
                         VersionRow.group_id == group.id,
                         VersionRow.schema_id == content.id,
-                        VersionRow.deleted.is_(False),
+                        _LIVE,
                     )
                 ).one_or_none()
                 if existing is not None:
@@ -215,7 +229,7 @@ class SqlRegistryStore(RegistryStore):
                 type_name=schema.type_name,
                 version=0 if highest is None else highest + 1,
                 properties=dict(info.properties),
-                compatibility=properties.compatibility.to_json(),
+                compatibility=policy_to_json(properties.compatibility),
                 created_at=now_ms(),
                 deleted=False,
             )
@@ -238,7 +252,7 @@ class SqlRegistryStore(RegistryStore):
     @staticmethod
     def _needed(session: Session, group_id: int, type_name: str, needs: Needed) -> list[StoredVersion]:
         """The live versions of ``type_name`` that ``needs`` names, oldest first (``Needed.select``, in SQL)."""
-        live = _versions(group_id).where(VersionRow.type_name == type_name, VersionRow.deleted.is_(False))
+        live = _versions(group_id).where(VersionRow.type_name == type_name, _LIVE)
         rows: Sequence[Row[VersionRow, SchemaRow]] = []
         if needs.floor is not None:
             rows = session.execute(live.where(VersionRow.version >= needs.floor).order_by(VersionRow.version)).all()
@@ -250,7 +264,7 @@ class SqlRegistryStore(RegistryStore):
     def _live_types(session: Session, group_id: int, type_name: str, type_is_live: bool) -> frozenset[str]:
         """The group's live types, found with index probes rather than a scan of its versions: whether
         another type is live settles it for the usual group, which holds one type."""
-        live = (VersionRow.group_id == group_id, VersionRow.deleted.is_(False))
+        live = (VersionRow.group_id == group_id, _LIVE)
         # Two ranges rather than "!=", which an index can only filter by, row after row.
         for other in (VersionRow.type_name < type_name, VersionRow.type_name > type_name):
             if session.scalar(select(VersionRow.id).where(*live, other).limit(1)) is not None:
@@ -282,7 +296,7 @@ class SqlRegistryStore(RegistryStore):
     def live_versions(self, namespace: Namespace, name: GroupName, type_name: TypeName) -> list[StoredVersion]:
         with self._read() as session:
             group = self._group(session, namespace, name)
-            query = _versions(group.id).where(VersionRow.deleted.is_(False))
+            query = _versions(group.id).where(_LIVE)
             if type_name:
                 query = query.where(VersionRow.type_name == type_name)
             rows = session.execute(query.order_by(VersionRow.id))
@@ -291,7 +305,7 @@ class SqlRegistryStore(RegistryStore):
     def newest_of_types(self, namespace: Namespace, name: GroupName, type_name: TypeName | None) -> list[StoredVersion]:
         with self._read() as session:
             group = self._group(session, namespace, name)
-            live = (VersionRow.group_id == group.id, VersionRow.deleted.is_(False))
+            live = (VersionRow.group_id == group.id, _LIVE)
             if not type_name:
                 # Two index probes tell a group of one type (the usual) from one of several.
                 first = session.scalar(
@@ -327,7 +341,7 @@ class SqlRegistryStore(RegistryStore):
                 .label("rank"),
                 func.min(VersionRow.id).over(partition_by=VersionRow.type_name).label("oldest"),
             )
-            .where(VersionRow.group_id == group_id, VersionRow.deleted.is_(False))
+            .where(VersionRow.group_id == group_id, _LIVE)
             .subquery()
         )
         rows = session.execute(
@@ -343,7 +357,7 @@ class SqlRegistryStore(RegistryStore):
         with self._read() as session:
             group = self._group(session, namespace, name)
             found = session.execute(
-                _versions(group.id).where(VersionRow.deleted.is_(False)).order_by(VersionRow.id.desc()).limit(1)
+                _versions(group.id).where(_LIVE).order_by(VersionRow.id.desc()).limit(1)
             ).first()
             return None if found is None else _stored(*found)
 
@@ -360,7 +374,7 @@ class SqlRegistryStore(RegistryStore):
                 .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
                 .where(
                     VersionRow.group_id == group.id,
-                    VersionRow.deleted.is_(False),
+                    _LIVE,
                     SchemaRow.serialization_format == schema.format,
                     SchemaRow.type_name == schema.type_name,
                     SchemaRow.fingerprint == schema.fingerprint,
@@ -394,6 +408,7 @@ class SqlRegistryStore(RegistryStore):
                 raise SchemaNotFound(f"no version {version} of {fmt.name} type {type_name!r} in group {name!r}")
             return _stored(*found)
 
+    @retried
     def delete_by_id(self, namespace: Namespace, name: GroupName, schema_id: SchemaId) -> None:
         with self._write() as session:
             group = self._group(session, namespace, name, lock=True)
@@ -405,6 +420,7 @@ class SqlRegistryStore(RegistryStore):
             for row in rows:
                 row.deleted = True
 
+    @retried
     def delete_by_number(
         self, namespace: Namespace, name: GroupName, fmt: SerializationFormat, type_name: TypeName, version: Version
     ) -> None:
@@ -432,6 +448,7 @@ class SqlRegistryStore(RegistryStore):
             rows = session.scalars(select(CodecRow).where(CodecRow.group_id == group.id).order_by(CodecRow.id))
             return [CodecType(CodecName(r.name), dict(r.properties)) for r in rows]
 
+    @retried
     def add_codec_type(self, namespace: Namespace, name: GroupName, codec: CodecType) -> None:
         with self._write() as session:
             group = self._group(session, namespace, name, lock=True)
@@ -443,9 +460,12 @@ class SqlRegistryStore(RegistryStore):
             elif dict(exists.properties) != codec.properties:
                 raise AlreadyExists(f"codec type {codec.name!r} is registered with other properties")
 
+    @retried
     def encoding_id(self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName) -> EncodingId:
         with self._write() as session:
-            group = self._group(session, namespace, name)
+            # Kept from deletion until the new encoding row is in: a group deleted meanwhile is
+            # GroupNotFound here rather than a foreign key violation at the insert.
+            group = self._group(session, namespace, name, share=True)
             if codec != NO_CODEC and (
                 session.scalars(
                     select(CodecRow.id).where(CodecRow.group_id == group.id, CodecRow.name == codec)
@@ -526,7 +546,7 @@ class SqlRegistryStore(RegistryStore):
                 .join(SchemaRow, SchemaRow.id == VersionRow.schema_id)
                 .where(
                     GroupRow.namespace == namespace,
-                    VersionRow.deleted.is_(False),
+                    _LIVE,
                     SchemaRow.serialization_format == schema.format,
                     SchemaRow.type_name == schema.type_name,
                     SchemaRow.fingerprint == schema.fingerprint,

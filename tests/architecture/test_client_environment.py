@@ -114,7 +114,8 @@ PRODUCER = textwrap.dedent(
     registry = RegistryClient(url, namespace="shop")
     catalog.create_scope("shop")
     catalog.create_stream("shop", "orders")
-    registry.create_group("orders", GroupProperties(SerializationFormat("Avro"), Compatibility.of("Backward"), False, {}))
+    backward = Compatibility.of("Backward")
+    registry.create_group("orders", GroupProperties(SerializationFormat("Avro"), backward, False, {}))
     order = schema_info("Avro", json.dumps({"type": "record", "name": "Order", "fields": [
         {"name": "id", "type": "long"}, {"name": "item", "type": "string"}]}))
     with StreamWriter(catalog, registry, "shop", "orders", schema=order, writer_id="producer-1") as writer:

@@ -381,7 +381,8 @@ def test_a_tables_schema_is_its_groups_latest_version(
     assert back["schema"] == ORDERS
     assert back["schemaVersion"]["id"] != with_qty["schemaVersion"]["id"]
     [latest] = client.latest_schemas("orders")
-    assert (latest.version.id, latest.version.version) == (back["schemaVersion"]["id"], back["schemaVersion"]["version"])
+    expected = back["schemaVersion"]
+    assert (latest.version.id, latest.version.version) == (expected["id"], expected["version"])
     assert catalog.get_table(scope, "orders")["schemaVersion"] == back["schemaVersion"]
     # a schema added through the registry API is the table's schema from then on
     current = client.schema_by_id("orders", SchemaId(back["schemaVersion"]["id"]))

@@ -15,6 +15,7 @@ from catalog_api.server.config import Settings
 from registry.db import make_engine
 from registry.model import Compatibility
 from registry.store.orm import GroupRow, SchemaRow, VersionRow
+from registry.store.policies import policy_to_json
 from tests.confluent.helpers import avro
 from tests.conftest import BACKENDS, new_database
 from tests.support.net import serve_in_thread
@@ -27,7 +28,7 @@ BUDGET = 3.0
 def _fill(url: str) -> int:
     """SUBJECTS subjects in context ``big`` holding one shared schema, a tenth with a second version."""
     engine = make_engine(url)
-    policy = Compatibility.of("Backward").to_json()
+    policy = policy_to_json(Compatibility.of("Backward"))
     with engine.begin() as conn:
         schema_ids = [
             conn.execute(

@@ -11,6 +11,7 @@ import pytest
 import requests
 from confluent_kafka.schema_registry import Schema, SchemaReference, SchemaRegistryClient
 
+from catalog_api.client import CatalogClient
 from catalog_api.server import backup, migrate
 from catalog_api.server.app import create_app
 from catalog_api.server.config import Settings
@@ -171,3 +172,16 @@ def test_backup_and_restore_keep_both_views(kind: str, tmp_path: Path, request: 
         # ids keep growing past the restored ones
         fresh = SchemaRegistryClient({"url": url}).register_schema("new", Schema(avro("N", ("x", "int"))))
         assert fresh > max(v["id"] for v in before["/schemas?deleted=true"])
+
+
+def test_catalog_tables_are_subjects_deleted_only_by_their_owner(server_url: str, raw: Raw, ctx: str) -> None:
+    catalog = CatalogClient(server_url)
+    catalog.create_scope(ctx)
+    columns = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": False, "metadata": {}}]}
+    catalog.create_table(ctx, "orders", columns)
+    subject = enc(f":.{ctx}:orders")
+    assert raw.ok("GET", f"/subjects/{subject}/versions") == [1]
+    assert raw.ok("GET", "/subjects", subjectPrefix=f":.{ctx}:") == [f":.{ctx}:orders"]
+    status, code, message = raw.error("DELETE", f"/subjects/{subject}")
+    assert (status, code) == (422, 42205)
+    assert "DROP TABLE" in message

@@ -135,7 +135,8 @@ def test_one_type_per_group_unless_allowed(client: RegistryClient) -> None:
     ],
 )
 def test_validate_answers_what_adding_would(client: RegistryClient, policy: str, candidates: list[str]) -> None:
-    schemas = {"V1": V1, "V2": V2, "V3_NO_DEFAULT": V3_NO_DEFAULT, "OTHER_TYPE": avro_record("Order", field("id", "long"))}
+    other = avro_record("Order", field("id", "long"))
+    schemas = {"V1": V1, "V2": V2, "V3_NO_DEFAULT": V3_NO_DEFAULT, "OTHER_TYPE": other}
     client.create_group("users", group(policy=policy))
     client.add_schema("users", V1)
     for name in candidates:

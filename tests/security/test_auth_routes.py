@@ -66,6 +66,34 @@ NEEDS = {
     "getTable": "read on table",
     "alterTable": "write on table",
     "dropTable": "admin on table",
+    # Confluent API: on the subject's group (a context's configuration: on its namespace); lists and
+    # ids need read somewhere and show what the caller may read; the registry's config and mode: admins
+    **dict.fromkeys(
+        [
+            "confluentLookUpSchema", "confluentListVersions", "confluentGetVersion", "confluentGetVersionSchema",
+            "confluentReferencedBy", "confluentTestCompatibility", "confluentTestCompatibilityAll",
+            "confluentGetSubjectConfig", "confluentGetSubjectMode",
+        ],
+        "read on group",
+    ),
+    **dict.fromkeys(
+        [
+            "confluentListSubjects", "confluentListSchemas", "confluentSchemaTypes", "confluentGetSchemaById",
+            "confluentGetSchemaTextById", "confluentSubjectsOfSchema", "confluentVersionsOfSchema",
+            "confluentGetConfig", "confluentGetMode", "confluentListContexts", "confluentAssociations",
+        ],
+        "read on * (listing)",
+    ),
+    "confluentRegisterSchema": "write on group",
+    **dict.fromkeys(
+        [
+            "confluentDeleteSubject", "confluentDeleteVersion", "confluentSetSubjectConfig",
+            "confluentDeleteSubjectConfig", "confluentSetSubjectMode", "confluentDeleteSubjectMode",
+        ],
+        "admin on group",
+    ),
+    **dict.fromkeys(["confluentSetConfig", "confluentDeleteConfig", "confluentSetMode", "confluentDeleteMode"],
+                    "admin on *"),
     # admin API
     "listPrincipals": "admin on *",
     "createUser": "admin on *",
@@ -224,3 +252,20 @@ def test_without_authentication_everyone_is_anonymous_and_still_audited(tmp_path
     finally:
         logger.removeHandler(lines)
     assert [(line["principal"], line["action"]) for line in lines.lines] == [("anonymous", "createScope")]
+
+
+def test_the_confluent_api_asks_for_a_role(tmp_path: Path) -> None:
+    url = migrated(f"sqlite:///{tmp_path / 'confluent.db'}")
+    add_user(url, "rita", "rita-password", "reader")
+    add_user(url, "gus", "gus-password")  # no role: Confluent routes are for roles only
+    settings = Settings(database_url=url, warehouse=str(tmp_path), auth=("basic",))
+    with auth_server(settings) as base:
+        anonymous = Api(base).call("GET", "/subjects")
+        assert anonymous.status_code == 401
+        assert anonymous.json()["error_code"] == 401, "in the Confluent API's own error shape"
+        assert 'Basic realm="streamcat"' in anonymous.headers["WWW-Authenticate"]
+        rita = Api(base, auth=("rita", "rita-password"))
+        assert rita.call("GET", "/subjects").status_code == 200
+        assert rita.call("DELETE", "/subjects/orders-value").status_code == 403
+        assert rita.call("PUT", "/config", json={"compatibility": "NONE"}).status_code == 403
+        assert Api(base, auth=("gus", "gus-password")).call("GET", "/subjects").status_code == 403

@@ -48,7 +48,8 @@ def test_events_carry_protocol_byte_then_encoding_id_big_endian(client: Registry
     [
         (b"", "shorter than the 5-byte header"),
         (b"\x01\x00\x00", "shorter than the 5-byte header"),
-        (b"\x00\x00\x00\x00\x01\x02", "protocol version 0x00"),
+        # 0x00 is Confluent's magic byte, read as Confluent framing (test_confluent_framing.py)
+        (b"\x07\x00\x00\x00\x01\x02", "protocol version 0x07"),
     ],
 )
 def test_unreadable_headers_are_refused(client: RegistryClient, event: bytes, complaint: str) -> None:

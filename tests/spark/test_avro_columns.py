@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from pyspark.sql.types import StructType
+from pyspark_streamcat.arrow import spark_arrow_schema
 
 from catalog_api.schema import to_struct
-from pyspark_streamcat.arrow import spark_arrow_schema
 from spark_plugin.avro_columns import columnar_decoder, pad
 
 PREFIX = b"\x00\x00\x00\x00\x01"

@@ -195,3 +195,27 @@ def test_bad_payloads_fail_clearly_or_read_as_null(spark: Any, spark_server: str
             _decoded(frame, spark_server, group, namespace=registry.namespace)
         assert _decoded(frame, spark_server, group, namespace=registry.namespace, mode=PERMISSIVE) == [
             {"id": 1, "page": "/a", "count": 3}, None]
+
+
+def test_decode_registry_replaces_one_column_of_whole_rows(spark: Any, spark_server: str,
+                                                          registry: RegistryClient) -> None:
+    from pyspark.sql import functions as f
+
+    from spark_plugin.functions import decode_registry
+
+    group = _group(registry, "clicks")
+    v1 = ConfluentSerializer(registry, group, _avro(CLICK_V1))
+    v2 = Serializer(registry, group, _avro(CLICK_V2))
+    at = dt.datetime(2024, 5, 1, 10, 0, 0, 5, tzinfo=dt.UTC)
+    frame = spark.createDataFrame(
+        [("k1", v1.serialize({"id": 1, "page": "/a", "count": 3}), at, 7),
+         ("k2", v2.serialize({"id": 2, "page": "/b", "count": 4, "source": "s", "score": 2.0}), None, 8),
+         (None, None, at, None)],
+        "key string, value binary, at timestamp, n long")
+    decoded = decode_registry(frame, "value", spark_server, group, namespace=registry.namespace)
+    assert decoded.columns == ["key", "value", "at", "n"]
+    rows = decoded.collect()
+    assert [(r.key, r.at, r.n) for r in rows] == [(r.key, r.at, r.n) for r in frame.collect()]
+    by_udf = frame.select(from_registry(f.col("value"), spark_server, group, namespace=registry.namespace))
+    assert [r.value for r in rows] == [r[0] for r in by_udf.collect()]
+    assert rows[0].value.asDict() == {"id": 1, "page": "/a", "count": 3, "source": "web", "score": None}

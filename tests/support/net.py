@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -34,8 +35,8 @@ def wait_until_up(
         try:
             if requests.get(url, timeout=1, **request).ok:
                 return
-        except requests.ConnectionError:
-            pass
+        except (requests.ConnectionError, requests.Timeout):
+            pass  # not listening yet, or no worker to answer (a TLS handshake waits for one)
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up in {timeout} s")
 
@@ -63,14 +64,17 @@ def serve_with_gunicorn(env: dict[str, str], workers: int = 2, **request: Any) -
     port = free_port()
     env = {**env, "STREAMCAT_PORT": str(port), "STREAMCAT_HOST": "127.0.0.1", "STREAMCAT_WORKERS": str(workers)}
     command = [sys.executable, "-m", "catalog_api.server.cli", "serve"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"{'https' if env.get('STREAMCAT_TLS_CERT') else 'http'}://127.0.0.1:{port}"
-    try:
-        wait_until_up(f"{url}/ping", process=process, **request)
-        yield url
-    finally:
-        process.terminate()
+    # The server's log goes to a file, not a pipe: nobody reads a pipe while the server runs, and
+    # once its buffer is full (the audit log writes a line per mutation) every request would hang.
+    with tempfile.TemporaryFile() as log:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
+        url = f"{'https' if env.get('STREAMCAT_TLS_CERT') else 'http'}://127.0.0.1:{port}"
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+            wait_until_up(f"{url}/ping", process=process, **request)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
