@@ -49,7 +49,9 @@ class Findings:
 
     def add(self, where: str, error: BaseException) -> None:
         text = str(error).strip()
-        key = (where, text.splitlines()[0] if text else type(error).__name__)
+        # Schemathesis' first line counts failures; the lines with "- " name them ("- ST201 ...").
+        titles = [line for line in text.splitlines() if line.startswith("- ")] or text.splitlines()[:1]
+        key = (where, "; ".join(titles) or type(error).__name__)
         self.seen[key] += 1
         if self.seen[key] == 1:
             print(f"\n--- {where}\n{text or repr(error)}\n", flush=True)

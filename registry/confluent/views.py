@@ -56,20 +56,10 @@ _PATH: dict[str, tuple[str, Any]] = {
 }
 
 
-def _need(method: str, operation_id: str) -> Need:
-    # Who may call: a role's permission on the whole registry (grants on one namespace or group are
-    # not mapped to subjects yet, so they give nothing here). Asking (lookups, compatibility tests)
-    # is a read, registering a write; deleting and changing config or mode are an admin's.
-    if method in ("DELETE", "PUT"):
-        return Need("admin")
-    return Need("write") if operation_id == "confluentRegisterSchema" else Need("read")
-
-
 def _op(method: str, rule: str, operation_id: str, summary: str, **declaration: Any) -> Callable[[View], View]:
     """:func:`operation` on this blueprint, with the Confluent media type, path names and error body
-    (every route may answer 422: a query argument or subject name it cannot take), and the
-    permission it needs."""
-    declaration.setdefault("permission", _need(method, operation_id))
+    (every route may answer 422: a query argument or subject name it cannot take). Each route
+    declares its ``permission``; one that does not is refused to everyone by the shell."""
     declaration.setdefault("media_type", _JSON)
     declaration["errors"] = tuple(sorted({*declaration.get("errors", ()), 422}))
     return operation(bp, method, rule, operation_id, summary, path=_PATH, error_model=m.ConfluentError, **declaration)

@@ -10,6 +10,7 @@ otherwise the public functions are used.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from functools import cache
 from io import BytesIO
@@ -105,7 +106,21 @@ def _reads_in_place(read_data: Callable[..., Any]) -> bool:
 
 
 def _document(schema: ParsedSchema) -> Any:
-    return json.loads(schema.data)
+    return _interned(json.loads(schema.data))
+
+
+def _interned(node: Any) -> Any:
+    """``node`` with every string interned. fastavro compares type names and looks field names up in
+    records per value; with interned strings (as a schema written as a Python literal has) those are
+    identity checks, where strings parsed from JSON make each a full comparison: about a tenth of
+    the time of encoding a 10-field record."""
+    if isinstance(node, str):
+        return sys.intern(node)
+    if isinstance(node, dict):
+        return {sys.intern(k): _interned(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interned(v) for v in node]
+    return node
 
 
 def _validation_message(error: ValidationError) -> str:

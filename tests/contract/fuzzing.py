@@ -27,6 +27,7 @@ from schemathesis.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+from schemathesis.generation import GenerationMode
 
 #: No 5xx; only documented statuses, content types and bodies; and a request the document rules
 #: out is refused (4xx): the server is no looser than what it publishes. (Not the converse,
@@ -72,8 +73,11 @@ def steer(_context: Any, case: Any) -> Any:
     on (a group made in one namespace would be looked for in another); groups of format Any or
     Custom take AllowAny, the one policy besides DenyAll they may have; Avro and JSON schemas
     get content of their format; tables get a Spark schema, and tables and streams the default
-    location.
+    location. Requests generated to be invalid are left as they are: they must be refused.
     """
+    meta = case.meta
+    if meta is None or meta.generation.mode != GenerationMode.POSITIVE:
+        return case
     operation, body = case.operation, case.body
     if isinstance(case.query, dict):
         case.query.pop("namespace", None)
