@@ -385,15 +385,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--probe-groups",
         type=int,
-        default=1000,
-        help="groups of the empty registry (the same shape as the large one's)",
+        help="groups of the empty registry, of the same shape as the large one's (default: a tenth of "
+        "--groups, at most 1,000)",
     )
     parser.add_argument("--chain", type=int, default=1000, help="versions of each chain group")
-    parser.add_argument("--requests", type=int, default=2000, help="requests per lookup, registry and round")
+    parser.add_argument("--requests", type=int, default=400, help="requests per lookup, registry and round")
     parser.add_argument(
-        "--chain-requests", type=int, default=100, help="requests per round of GET latest of a chain group"
+        "--chain-requests", type=int, default=40, help="requests per round of GET latest of a chain group"
     )
-    parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    # Many short rounds: on a machine shared with other work, bursts of load then hit both alike.
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds")
     parser.add_argument("--concurrency", type=int, default=2, help="client connections")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers of each server")
     parser.add_argument("--adds", type=int, default=4, help="adds timed per chain group")
@@ -403,6 +404,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     """Build both registries, serve them, measure, print."""
     args = parse_args(argv)
+    if args.probe_groups is None:
+        args.probe_groups = min(1000, max(1, args.groups // 10))
     if args.versions < args.groups or args.probe_groups > args.groups:
         raise SystemExit("--versions must be at least --groups, and --probe-groups at most --groups")
     per_group = args.versions / args.groups

@@ -356,9 +356,7 @@ class SqlRegistryStore(RegistryStore):
     def latest_version(self, namespace: Namespace, name: GroupName) -> StoredVersion | None:
         with self._read() as session:
             group = self._group(session, namespace, name)
-            found = session.execute(
-                _versions(group.id).where(_LIVE).order_by(VersionRow.id.desc()).limit(1)
-            ).first()
+            found = session.execute(_versions(group.id).where(_LIVE).order_by(VersionRow.id.desc()).limit(1)).first()
             return None if found is None else _stored(*found)
 
     def history(self, namespace: Namespace, name: GroupName) -> list[StoredVersion]:
