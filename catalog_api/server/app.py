@@ -18,6 +18,7 @@ from catalog_api.server.config import Settings
 from catalog_api.server.extensions import Streamcat
 from registry.api import routes as registry_routes
 from registry.confluent import routes as confluent_routes
+from registry.db import rolled_back
 from registry.errors import BadRequest, StreamcatError
 
 log = logging.getLogger(__name__)
@@ -30,14 +31,9 @@ def _error(status: int, code: str, message: str, extra: dict[str, Any] | None = 
     return response
 
 
-#: PostgreSQL's serialization failure and deadlock: the transaction was rolled back whole.
-_RETRYABLE_SQLSTATES = {"40001", "40P01"}
-
-
 def _retryable(error: OperationalError) -> bool:
-    if getattr(error.orig, "sqlstate", None) in _RETRYABLE_SQLSTATES:
-        return True
-    return "database is locked" in str(error.orig)
+    # PostgreSQL rolled the whole transaction back, or SQLite's write lock outlasted the busy timeout.
+    return rolled_back(error) or "database is locked" in str(error.orig)
 
 
 def _register_error_handlers(app: Flask) -> None:
