@@ -1,4 +1,5 @@
-"""A Python client for the catalog API: scopes, streams, tables, commits and snapshots.
+"""A Python client for the catalog API: scopes, streams, tables, commits, snapshots, change
+descriptions, registered readers and expiry.
 
 Requests are built from the wire models (``catalog_api.api.models``) and checked as the server
 will check them; answers are checked against them too, and handed back as plain JSON dicts
@@ -15,6 +16,7 @@ import requests
 from pydantic import BaseModel
 
 from catalog_api.api import models as wire
+from catalog_api.errors import CommitConflict
 from catalog_api.model import Chunk
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
@@ -23,6 +25,8 @@ from registry.credentials import ClientCert, Credentials
 
 #: Page size of the listings the client walks through.
 _PAGE = 500
+#: Errors a caller of :meth:`CatalogClient.commit` may catch by name (409 CommitConflict is raised as it).
+__all__ = ["CatalogClient", "CommitConflict"]
 
 
 def _q(name: str) -> str:
@@ -213,15 +217,36 @@ class CatalogClient:
         writer_id: str | None = None,
         writer_sequence: int | None = None,
         properties: dict[str, str] | None = None,
+        kind: str | None = None,
+        read_cut: int | None = None,
+        base_cut: int | None = None,
+        expected_last_commit: int | None = None,
+        removes: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """Append chunks as one commit; ``duplicate`` in the answer tells a repeated (writer, sequence)."""
-        body = wire.CommitRequest.model_construct(
-            chunks=[wire.ChunkInfo.of(c) for c in chunks],
-            overwrite=overwrite,
-            writer_id=writer_id,
-            writer_sequence=writer_sequence,
-            properties=properties or {},
-        )
+        """Add chunks as one commit; ``duplicate`` in the answer tells a repeated (writer, sequence).
+
+        ``kind`` (append, overwrite, row-level, compaction; by default overwrite when ``overwrite``
+        is set, else append), ``read_cut`` (row-level), ``base_cut`` (compaction) and ``removes``
+        (live chunk paths a row-level commit or a compaction removes) are docs/changelog-tables.md's.
+        With ``expected_last_commit`` the commit is made only if the stream's newest commit is that
+        one. A lost race (that, or a removed chunk no longer live) raises CommitConflict.
+        """
+        fields: dict[str, Any] = {
+            "chunks": [wire.ChunkInfo.of(c) for c in chunks],
+            "overwrite": overwrite,
+            "writer_id": writer_id,
+            "writer_sequence": writer_sequence,
+            "properties": properties or {},
+        }
+        optional = {
+            "kind": kind,
+            "read_cut": read_cut,
+            "base_cut": base_cut,
+            "expected_last_commit": expected_last_commit,
+            "removes": list(removes) or None,
+        }
+        fields.update({k: v for k, v in optional.items() if v is not None})
+        body = wire.CommitRequest.model_construct(**fields)
         path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits"
         return _checked(wire.Commit, self._call("POST", path, write(body)))
 
@@ -241,3 +266,46 @@ class CatalogClient:
         body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/chunks", params=params)
         snapshot = read(wire.Snapshot, body).to_domain()
         return snapshot.cut, snapshot.chunks
+
+    def changes(self, scope: str, stream: str, after: int = 0, to: int | None = None) -> list[dict[str, Any]]:
+        """The non-compaction commits in (``after``, ``to``] (``to``: the latest), oldest first, each
+        with ``number``, ``kind``, ``createdAt``, ``readCut``, ``chunks`` (the chunks it added, as
+        wire dicts) and ``removed`` (the chunks it removed)."""
+        params = {k: v for k, v in {"after": after, "to": to}.items() if v is not None}
+        body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/changes", params=params)
+        read(wire.ChangeList, body)
+        return list(body["changes"])
+
+    # -- readers and expiry -----------------------------------------------------------------------
+
+    def set_reader(self, scope: str, stream: str, reader: str, offset: int) -> dict[str, Any]:
+        """Register ``reader`` at ``offset``, the cut it has read up to (or move it there): expiry
+        keeps that cut and every later one."""
+        body = write(wire.SetReaderRequest.model_construct(offset=offset))
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/readers/{_q(reader)}"
+        return _checked(wire.Reader, self._call("PUT", path, body))
+
+    def get_reader(self, scope: str, stream: str, reader: str) -> dict[str, Any]:
+        """A registered reader (ReaderNotFound if none)."""
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/readers/{_q(reader)}"
+        return _checked(wire.Reader, self._call("GET", path))
+
+    def readers(self, scope: str, stream: str) -> list[dict[str, Any]]:
+        """The stream's registered readers, by name."""
+        body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/readers")
+        read(wire.ReaderList, body)
+        return list(body["readers"])
+
+    def delete_reader(self, scope: str, stream: str, reader: str) -> None:
+        """Forget a registered reader (an admin's: it lets expiry drop the cuts it kept)."""
+        self._call("DELETE", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/readers/{_q(reader)}")
+
+    def expire(
+        self, scope: str, stream: str, older_than_ms: int | None = None, retain_last: int | None = None
+    ) -> dict[str, Any]:
+        """Expire old cuts (the stream's ``retainedFrom`` moves forward): those whose commit is older
+        than ``older_than_ms``, keeping the newest ``retain_last`` and every cut a registered reader
+        needs. Returns the stream."""
+        fields: dict[str, Any] = {"older_than": older_than_ms, "retain_last": retain_last}
+        body = write(wire.ExpireRequest.model_construct(**{k: v for k, v in fields.items() if v is not None}))
+        return _checked(wire.Stream, self._call("POST", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/expire", body))

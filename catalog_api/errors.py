@@ -23,6 +23,12 @@ class TableNotFound(NotFound):
     code = "TableNotFound"
 
 
+class ReaderNotFound(NotFound):
+    """No registered reader of that name on the stream."""
+
+    code = "ReaderNotFound"
+
+
 class ScopeNotEmpty(Conflict):
     """A scope still holds streams or groups and was not deleted with cascade."""
 
@@ -46,3 +52,11 @@ class LocationOverlaps(Conflict):
     """A stream location that is, holds, or sits inside another live stream's location."""
 
     code = "LocationOverlaps"
+
+
+class CommitConflict(Conflict):
+    """A commit lost a race: the stream moved past the commit it expected, a chunk it removes is no
+    longer live, or (checked by the committing client) a commit since its read cut touched what it
+    changes. Retryable: read again and run the statement again."""
+
+    code = "CommitConflict"

@@ -1,8 +1,14 @@
-"""Removing chunk files that no commit made visible: what a writer that died before committing left behind.
+"""Removing chunk files that nothing needs any more: what a writer that died before committing left
+behind, and what expiry and truncation made unreadable.
 
-The catalog's database says which files are live; storage may hold more (a writer killed between
-writing files and committing them, an aborted transaction whose clean-up failed, commits hidden
-by truncation). A grace period protects files a live writer has written and is about to commit.
+The catalog's database says which files are needed: those of the chunks visible at some retained
+cut (from the stream's ``retained_from`` to its latest commit) or at a registered reader's offset
+or after it (``CatalogStore.chunk_paths``). A chunk removed by an overwrite, a row-level commit or a
+compaction stays needed until expiry moves past the commit that removed it, and never before every
+registered reader has read past it. Storage may hold more (a writer killed between writing files
+and committing them, an aborted transaction whose clean-up failed, commits hidden by truncation,
+chunks removed before the oldest retained cut). A grace period protects files a live writer has
+written and is about to commit.
 This runs next to the database (the admin host), not through the REST API: deleting files is an
 operator's decision, not a client's. It deletes only regular files inside the location of the
 stream it collects, reached without a symlink, and only in locations the server would give today
@@ -58,15 +64,15 @@ def _streams(catalog: CatalogService, scope: str) -> Iterator[str]:
 
 
 def garbage(catalog: CatalogService, scope: str, stream: str, grace_seconds: float) -> Collected:
-    """The files under a stream that no live commit references and that are older than the grace
-    period; LocationNotAllowed if the stream's location is not one the server would give."""
+    """The files under a stream that no retained cut and no registered reader needs and that are older
+    than the grace period; LocationNotAllowed if the stream's location is not one the server would give."""
     location, found = catalog.garbage(scope, stream, grace_seconds)
     return Collected(scope, stream, location, sorted(f.path for f in found), sum(f.size for f in found))
 
 
 def collect_garbage(catalog: CatalogService, scope: str, stream: str,
                     grace_seconds: float = DEFAULT_GRACE_SECONDS, *, dry_run: bool = False) -> Collected:
-    """Delete (with ``dry_run``: only list) the unreferenced files of one stream older than the grace period."""
+    """Delete (with ``dry_run``: only list) the files of one stream that nothing needs, older than the grace period."""
     if grace_seconds < 0:
         raise ValueError("the grace period cannot be negative")
     found = garbage(catalog, scope, stream, grace_seconds)

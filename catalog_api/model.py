@@ -7,8 +7,26 @@ from typing import Any
 
 from registry.model import Compatibility, VersionInfo
 
-#: Chunk kinds: event files written by producers, Parquet files written by Spark.
-CHUNK_KINDS = ("events", "columnar")
+#: Chunk kinds: event files written by producers, Parquet files written by Spark, and position
+#: deletes (Parquet files of (path, pos) naming rows of other chunks; docs/changelog-tables.md).
+CHUNK_KINDS = ("events", "columnar", "deletes")
+#: Commit kinds (docs/changelog-tables.md, "Commits").
+APPEND, OVERWRITE, ROW_LEVEL, COMPACTION = "append", "overwrite", "row-level", "compaction"
+COMMIT_KINDS = (APPEND, OVERWRITE, ROW_LEVEL, COMPACTION)
+#: Table properties of changing tables (the same names as catalog_api.streams.changes, which the
+#: server does not import: it pulls in pyarrow).
+PRIMARY_KEY_PROPERTY = "primary-key"
+SEQUENCE_FIELD_PROPERTY = "sequence.field"
+MERGE_ENGINE_PROPERTY = "merge-engine"
+MERGE_ENGINES = ("deduplicate", "partial-update")
+#: The registry group property that mirrors a table's primary key.
+GROUP_PRIMARY_KEY = "streamcat.primary-key"
+
+
+def primary_key(properties: dict[str, str]) -> tuple[str, ...]:
+    """The key columns a table's properties declare (empty: an append table)."""
+    raw = properties.get(PRIMARY_KEY_PROPERTY, "")
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
 #: Table formats, as Spark's USING clause names them, and the registry format of each.
 TABLE_FORMATS = {"avro": "Avro", "protobuf": "Protobuf", "json": "Json"}
 
@@ -46,6 +64,8 @@ class Stream:
     created_at: int
     #: whether the server gave the location (and so may purge it); see catalog_api/locations.py
     managed: bool = False
+    #: the oldest cut that may still be read (0: all); moved forward by expire
+    retained_from: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,6 +83,8 @@ class Table:
     comment: str
     properties: dict[str, str]
     version: int
+    #: the key columns of a primary-key table (its 'primary-key' property); empty for append tables
+    primary_key: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -79,6 +101,11 @@ class Chunk:
     max_event_time: int | None = None
     stats: dict[str, Any] = field(default_factory=dict)
     commit: int = 0
+    #: where the chunk's changes sort (docs/changelog-tables.md, "Order of changes"): the number of
+    #: the commit that added it, or a compaction's base cut; the server sets it (0 in a request)
+    sequence: int = 0
+    #: the commit that removed the chunk (an overwrite, a compaction, a row-level commit); None: live
+    removed_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,49 @@ class Commit:
     created_at: int
     properties: dict[str, str] = field(default_factory=dict)
     duplicate: bool = False
+    kind: str = APPEND
+    #: the cut a row-level commit's scan read (an overwrite may record one too)
+    read_cut: int | None = None
+    #: the cut a compaction's output holds the state of
+    base_cut: int | None = None
+
+
+@dataclass(frozen=True)
+class CommitOptions:
+    """What a commit request says besides its chunks (docs/changelog-tables.md, "Commits")."""
+
+    kind: str = APPEND
+    writer_id: str | None = None
+    writer_sequence: int | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    read_cut: int | None = None
+    base_cut: int | None = None
+    #: compare-and-set: refuse the commit unless the stream's newest commit is this one
+    expected_last_commit: int | None = None
+    #: paths of live chunks the commit removes (row-level and compaction commits)
+    removes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    """One non-compaction commit as a change feed reads it: the chunks it added and removed."""
+
+    number: int
+    kind: str
+    created_at: int
+    read_cut: int | None
+    added: list[Chunk]
+    removed: list[Chunk]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A registered reader of a stream (a streaming query, a change-feed consumer): the cut up to
+    which it has committed its reading. Expiry keeps that cut and everything after it."""
+
+    name: str
+    offset: int
+    updated_at: int
 
 
 @dataclass(frozen=True)

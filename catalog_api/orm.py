@@ -48,6 +48,8 @@ class StreamRow(Base):
     truncated_at: Mapped[int] = mapped_column(default=0)
     #: the newest commit number (0 = none yet); commits are numbered from 1
     last_commit: Mapped[int] = mapped_column(default=0)
+    #: the oldest cut that may still be read (0 = all); expire moves it forward
+    retained_from: Mapped[int] = mapped_column(default=0)
     created_at: Mapped[int] = mapped_column(BigInteger)
 
 
@@ -75,13 +77,20 @@ class CommitRow(Base):
     __table_args__ = (
         UniqueConstraint("stream_id", "number"),
         UniqueConstraint("stream_id", "writer_id", "writer_sequence"),
+        CheckConstraint("kind IN ('append', 'overwrite', 'row-level', 'compaction')", name="kind"),
         NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"))
     number: Mapped[int]
+    #: true exactly when ``kind`` is overwrite (kept for the clients that read it)
     overwrite: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: append, overwrite, row-level or compaction (docs/changelog-tables.md)
+    kind: Mapped[str] = mapped_column(String(16))
+    #: the cut a row-level commit read; the base cut of a compaction
+    read_cut: Mapped[int | None]
+    base_cut: Mapped[int | None]
     writer_id: Mapped[str | None] = mapped_column(String(255))
     writer_sequence: Mapped[int | None] = mapped_column(BigInteger)
     event_count: Mapped[int] = mapped_column(BigInteger)
@@ -113,6 +122,23 @@ class ChunkRow(Base):
     min_event_time: Mapped[int | None] = mapped_column(BigInteger)
     max_event_time: Mapped[int | None] = mapped_column(BigInteger)
     stats: Mapped[dict[str, Any]]
+    #: where the chunk's changes sort: its commit's number, or a compaction's base cut
+    sequence: Mapped[int]
+    #: the number of the commit that removed the chunk; NULL while it is live
+    removed_at: Mapped[int | None]
+
+
+class ReaderRow(Base):
+    """A registered reader of a stream and the cut up to which it has read: expiry keeps it."""
+
+    __tablename__ = "readers"
+    __table_args__ = (UniqueConstraint("stream_id", "name"), NEVER_REUSED)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(255))
+    offset: Mapped[int]
+    updated_at: Mapped[int] = mapped_column(BigInteger)
 
 
 # -- access control ----------------------------------------------------------------------------------

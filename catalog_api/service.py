@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,10 +16,33 @@ from cachetools import LRUCache
 
 from catalog_api import locations, storage
 from catalog_api.changes import COLUMN_OPS, TABLE_OPS, apply_column_changes
-from catalog_api.cuts import check_truncation
-from catalog_api.errors import LocationNotAllowed, ScopeNotEmpty, StreamSealed
+from catalog_api.cuts import check_expiry, check_truncation
+from catalog_api.errors import CommitConflict, LocationNotAllowed, ScopeNotEmpty, StreamSealed
 from catalog_api.groups import SchemaGroups
-from catalog_api.model import TABLE_FORMATS, Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
+from catalog_api.model import (
+    APPEND,
+    COMMIT_KINDS,
+    COMPACTION,
+    GROUP_PRIMARY_KEY,
+    MERGE_ENGINE_PROPERTY,
+    MERGE_ENGINES,
+    OVERWRITE,
+    PRIMARY_KEY_PROPERTY,
+    ROW_LEVEL,
+    SEQUENCE_FIELD_PROPERTY,
+    TABLE_FORMATS,
+    Change,
+    Chunk,
+    Commit,
+    CommitOptions,
+    Reader,
+    Scope,
+    Snapshot,
+    Stream,
+    StreamConfig,
+    Table,
+    primary_key,
+)
 from catalog_api.schema import to_schema, to_struct
 from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
 from registry.errors import BadRequest, Conflict, GroupNotFound, WriteConflict
@@ -108,6 +131,9 @@ class CatalogService:
         # Spark schemas by (format, schema id): a registered schema's content never changes.
         self._structs: LRUCache[tuple[str, int], dict[str, Any]] = LRUCache(maxsize=4096)
         self._structs_lock = threading.Lock()
+        #: What else a scope may hold (views): each says what it holds of a scope ("2 views"), or ""
+        #: for nothing; asked inside a scope's deletion, after the scope is locked.
+        self.scope_holdings: list[Callable[[str], str]] = []
 
     def default_location(self, scope: str, stream: str) -> str:
         """Where a stream's chunk files go unless its creator says otherwise."""
@@ -182,9 +208,12 @@ class CatalogService:
 
         def clear(streams: list[Stream], groups: SchemaGroups) -> None:
             held = groups.count_groups(namespace)
-            if (streams or held) and not cascade:
+            others = [said for holding in self.scope_holdings if (said := holding(name))]
+            if (streams or held or others) and not cascade:
                 raise ScopeNotEmpty(
-                    f"scope {name!r} holds {len(streams)} streams and {held} groups; delete with cascade"
+                    f"scope {name!r} holds {len(streams)} streams and {held} groups"
+                    + "".join(f", {said}" for said in others)
+                    + "; delete with cascade"
                 )
             groups.delete_namespace(namespace)
 
@@ -263,6 +292,7 @@ class CatalogService:
             comment=record.comment,
             properties=dict(record.properties),
             version=record.version,
+            primary_key=primary_key(record.properties),
         )
 
     def get_table(self, scope: str, name: str) -> Table:
@@ -283,8 +313,12 @@ class CatalogService:
         policy = request.compatibility or Compatibility.of(DEFAULT_POLICY)
         if POLICY_PROPERTY in properties:
             policy = policy_from_property(properties.pop(POLICY_PROPERTY))
-        info = _schema_info(request.schema, fmt, request.name, scope)
+        schema = _keyed_schema(request.schema, properties)
+        _check_change_properties(schema, properties)
+        info = _schema_info(schema, fmt, request.name, scope)
         owner = {"streamcat.table": "true", OWNER_PROPERTY: f"table {scope}.{request.name}"}
+        if PRIMARY_KEY_PROPERTY in properties:
+            owner[GROUP_PRIMARY_KEY] = properties[PRIMARY_KEY_PROPERTY]
         group = GroupProperties(SerializationFormat(TABLE_FORMATS[fmt]), policy, False, owner)
         namespace, group_name = Namespace(scope), GroupName(request.name)
 
@@ -314,7 +348,9 @@ class CatalogService:
             properties, comment = dict(record.properties), record.comment
             for change in changes:
                 op = change["op"]
-                if op == "setProperty" and change.get("key") == POLICY_PROPERTY:
+                if op in ("setProperty", "removeProperty") and change.get("key") == PRIMARY_KEY_PROPERTY:
+                    _check_key_unchanged(record.properties, change)
+                elif op == "setProperty" and change.get("key") == POLICY_PROPERTY:
                     groups.update_compatibility(namespace, group, policy_from_property(str(change["value"])), None)
                 elif op == "setProperty":
                     properties[str(change["key"])] = str(change["value"])
@@ -324,7 +360,11 @@ class CatalogService:
                     comment = str(change.get("comment") or "")
                 elif op == "setCompatibility":
                     groups.update_compatibility(namespace, group, change["compatibility"], None)
+            key = primary_key(record.properties)
+            _check_key_columns_kept(key, changes)
             schema = apply_column_changes(current.schema, changes)
+            _check_key_columns_intact(key, current.schema, schema)
+            _check_change_properties(schema, properties)
             if schema != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(schema, record.format, name, scope))
             return TableMeta(comment, properties)
@@ -366,24 +406,42 @@ class CatalogService:
         writer_id: str | None = None,
         writer_sequence: int | None = None,
         properties: dict[str, str] | None = None,
+        kind: str | None = None,
+        read_cut: int | None = None,
+        base_cut: int | None = None,
+        expected_last_commit: int | None = None,
+        removes: Sequence[str] = (),
     ) -> Commit:
-        """Make chunk files visible, all at once."""
-        if not chunks and not overwrite:
-            raise BadRequest("a commit needs at least one chunk (or overwrite, to empty the stream)")
-        if (writer_id is None) != (writer_sequence is None):
-            raise BadRequest("writerId and writerSequence go together")
-        paths = [c.path for c in chunks]
-        outside = [p for p in paths if not locations.safe_relative(p)]
-        if outside:
-            # The wire model refuses these too; the rule is the service's, whoever calls it.
-            raise BadRequest(f"chunk path {outside[0]!r} must be relative to the stream's location, without '..'")
-        if len(set(paths)) != len(paths):
-            raise BadRequest("a commit lists the same chunk path twice")
+        """Make chunk files visible (and, by kind, others invisible), all at once.
+
+        ``kind`` defaults to overwrite when ``overwrite`` is set, else append (docs/changelog-tables.md,
+        "Commits"): an overwrite removes every live chunk; a row-level commit (which records the
+        ``read_cut`` its scan read) and a compaction (whose chunks hold the state at ``base_cut``) may
+        remove the live chunks ``removes`` names. With ``expected_last_commit`` the commit is made only
+        if the stream's newest commit is that one (CommitConflict otherwise, as for a removed chunk
+        that is no longer live).
+        """
+        options = _commit_options(
+            chunks, overwrite, writer_id, writer_sequence, properties, kind, read_cut, base_cut,
+            expected_last_commit, removes,
+        )
         wanted = frozenset(e for c in chunks for e in c.encoding_ids)
 
         def check(target: Stream, is_table: bool, groups: SchemaGroups) -> None:
             if target.sealed:
                 raise StreamSealed(f"stream {scope}.{stream} is sealed")
+            if options.expected_last_commit is not None and options.expected_last_commit != target.last_commit:
+                raise CommitConflict(
+                    f"stream {scope}.{stream} is at commit {target.last_commit}, not {options.expected_last_commit}: "
+                    "another commit came first; check it and retry"
+                )
+            if options.read_cut is not None and options.read_cut > target.last_commit:
+                raise BadRequest(f"read cut {options.read_cut} is past the latest commit {target.last_commit}")
+            if options.base_cut is not None and not target.retained_from <= options.base_cut <= target.last_commit:
+                raise BadRequest(
+                    f"base cut {options.base_cut} is not a retained cut of {scope}.{stream} "
+                    f"({target.retained_from} to {target.last_commit})"
+                )
             for c in chunks:
                 if not 0 <= c.segment < target.config.segments:
                     raise BadRequest(
@@ -398,16 +456,7 @@ class CatalogService:
             if wanted and unknown:
                 raise BadRequest(f"encoding ids {sorted(unknown)} are not encodings of group {stream!r}")
 
-        return self.store.commit(
-            scope,
-            stream,
-            chunks,
-            overwrite=overwrite,
-            writer_id=writer_id,
-            writer_sequence=writer_sequence,
-            properties=properties or {},
-            check=check,
-        )
+        return self.store.commit(scope, stream, chunks, options, check)
 
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
         """The stream's commits numbered above ``after``, oldest first."""
@@ -416,12 +465,72 @@ class CatalogService:
     def snapshot(
         self, scope: str, stream: str, cut: int | None = None, as_of_time: int | None = None, after: int | None = None
     ) -> Snapshot:
-        """Chunks to read at a cut, as of a time, or appended after a position."""
+        """Chunks to read at a cut (or as of a time), in (sequence, commit, position) order; or, with
+        ``after``, the chunks the non-compaction commits after that position added. An expired cut
+        (below the stream's ``retained_from``) is refused."""
         return self.store.snapshot(scope, stream, cut, as_of_time, after)
 
+    def changes(self, scope: str, stream: str, after: int = 0, to: int | None = None) -> list[Change]:
+        """The non-compaction commits in (``after``, ``to``] (``to``: the latest by default), each with
+        the chunks it added and removed; ``after`` must be a retained cut (the feed replays on it)."""
+        return self.store.changes(scope, stream, after, to)
+
+    # -- retention and readers --------------------------------------------------------------------
+
+    def expire(
+        self, scope: str, stream: str, older_than_ms: int | None = None, retain_last: int | None = None
+    ) -> Stream:
+        """Move the stream's ``retained_from`` forward as far as the rules allow: cuts whose commit is
+        older than ``older_than_ms`` may go (no limit when None), the newest ``retain_last`` cuts stay
+        (at least the latest), and so does every cut from the oldest registered reader's offset on.
+        At least one of the two limits must be given."""
+        if older_than_ms is None and retain_last is None:
+            raise BadRequest("say which cuts to expire: olderThan (epoch ms), retainLast (a count), or both")
+        if retain_last is not None and retain_last < 1:
+            raise BadRequest(f"retainLast must be at least 1 (the latest cut always stays), not {retain_last}")
+
+        def decide(target: Stream, newest_older: int | None, oldest_reader: int | None) -> int:
+            limit = target.last_commit
+            if retain_last is not None:
+                limit = min(limit, target.last_commit - retain_last + 1)
+            if newest_older is not None:
+                # Cut k goes when commit k is older; cut 0 (before any commit) with cut 1.
+                limit = min(limit, newest_older + 1 if newest_older else 0)
+            if oldest_reader is not None:
+                limit = min(limit, oldest_reader)
+            return check_expiry(target, max(target.retained_from, limit))
+
+        return self.store.expire(scope, stream, older_than_ms, decide)
+
+    def set_reader(self, scope: str, stream: str, name: str, offset: int) -> Reader:
+        """Register reader ``name`` of the stream at ``offset`` (the cut it has read up to), or move
+        it there; the offset must be a retained cut. Expiry then keeps that cut and what follows."""
+
+        def check(target: Stream) -> None:
+            if not target.retained_from <= offset <= target.last_commit:
+                raise BadRequest(
+                    f"reader offset {offset} is not a retained cut of {scope}.{stream} "
+                    f"({target.retained_from} to {target.last_commit})"
+                )
+
+        return self.store.set_reader(scope, stream, name, offset, check)
+
+    def readers(self, scope: str, stream: str) -> list[Reader]:
+        """The stream's registered readers, by name."""
+        return self.store.readers(scope, stream)
+
+    def get_reader(self, scope: str, stream: str, name: str) -> Reader:
+        """One registered reader (ReaderNotFound if none)."""
+        return self.store.get_reader(scope, stream, name)
+
+    def delete_reader(self, scope: str, stream: str, name: str) -> None:
+        """Forget a reader: expiry no longer keeps cuts for it."""
+        self.store.delete_reader(scope, stream, name)
+
     def garbage(self, scope: str, stream: str, grace_seconds: float) -> tuple[str, list[storage.StoredFile]]:
-        """The stream's location and the files below it that no live commit references and that
-        are older than the grace period (a writer may be between writing and committing them).
+        """The stream's location and the files below it that no readable cut needs (no retained cut,
+        no registered reader's) and that are older than the grace period (a writer may be between
+        writing and committing them).
 
         Only files the location really holds: none reached through a symlink anywhere below the
         root the location is in (a symlink made after the stream was created could otherwise lead
@@ -456,7 +565,7 @@ class CatalogService:
         return paths
 
     def referenced_paths(self, scope: str, stream: str) -> set[str]:
-        """Paths of the stream's chunks that a commit still makes visible."""
+        """Paths of the stream's chunks that a retained cut or a registered reader still needs."""
         return self.store.chunk_paths(scope, stream)
 
 
@@ -471,3 +580,169 @@ def _schema_info(struct: dict[str, Any], fmt: str, table: str, scope: str) -> Sc
     """The registry schema of a Spark table schema in the table's format."""
     type_name, data = to_schema(struct, fmt, _avro_name(table), _avro_name(scope))
     return SchemaInfo(TypeName(type_name), SerializationFormat(TABLE_FORMATS[fmt]), data)
+
+
+def _commit_options(
+    chunks: Sequence[Chunk],
+    overwrite: bool,
+    writer_id: str | None,
+    writer_sequence: int | None,
+    properties: dict[str, str] | None,
+    kind: str | None,
+    read_cut: int | None,
+    base_cut: int | None,
+    expected_last_commit: int | None,
+    removes: Sequence[str],
+) -> CommitOptions:
+    """A commit request's options, if they fit together (BadRequest naming what does not)."""
+    kind = kind or (OVERWRITE if overwrite else APPEND)
+    if kind not in COMMIT_KINDS:
+        raise BadRequest(f"unknown commit kind {kind!r}; expected one of {', '.join(COMMIT_KINDS)}")
+    if overwrite and kind != OVERWRITE:
+        raise BadRequest(f"overwrite is a commit kind of its own; a {kind} commit cannot overwrite")
+    removes = tuple(removes)
+    if not chunks and not (kind == OVERWRITE or (kind in (ROW_LEVEL, COMPACTION) and removes)):
+        raise BadRequest(
+            "a commit needs at least one chunk (or overwrite, to empty the stream; or, for a row-level commit "
+            "or a compaction, chunks to remove)"
+        )
+    if (writer_id is None) != (writer_sequence is None):
+        raise BadRequest("writerId and writerSequence go together")
+    paths = [c.path for c in chunks]
+    outside = [p for p in (*paths, *removes) if not locations.safe_relative(p)]
+    if outside:
+        # The wire model refuses these too; the rule is the service's, whoever calls it.
+        raise BadRequest(f"chunk path {outside[0]!r} must be relative to the stream's location, without '..'")
+    if len(set(paths)) != len(paths):
+        raise BadRequest("a commit lists the same chunk path twice")
+    if removes and kind not in (ROW_LEVEL, COMPACTION):
+        raise BadRequest(f"only row-level commits and compactions remove chunks by name, not a {kind} commit")
+    if len(set(removes)) != len(removes):
+        raise BadRequest("a commit removes the same chunk path twice")
+    both = set(paths) & set(removes)
+    if both:
+        raise BadRequest(f"a commit both adds and removes chunk {sorted(both)[0]!r}")
+    if kind == ROW_LEVEL and read_cut is None:
+        raise BadRequest("a row-level commit records the cut its scan read: readCut is missing")
+    if read_cut is not None and kind not in (ROW_LEVEL, OVERWRITE):
+        raise BadRequest(f"readCut belongs to row-level commits (and overwrites), not to a {kind} commit")
+    if kind == COMPACTION and base_cut is None:
+        raise BadRequest("a compaction holds the state at a cut: baseCut is missing")
+    if base_cut is not None and kind != COMPACTION:
+        raise BadRequest(f"baseCut belongs to compactions, not to a {kind} commit")
+    for name, value in (("readCut", read_cut), ("baseCut", base_cut), ("expectedLastCommit", expected_last_commit)):
+        if value is not None and value < 0:
+            raise BadRequest(f"{name} cannot be negative")
+    return CommitOptions(
+        kind=kind,
+        writer_id=writer_id,
+        writer_sequence=writer_sequence,
+        properties=dict(properties or {}),
+        read_cut=read_cut,
+        base_cut=base_cut,
+        expected_last_commit=expected_last_commit,
+        removes=removes,
+    )
+
+
+# -- primary-key tables ---------------------------------------------------------------------------
+
+
+def _top_level(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {f["name"]: f for f in schema.get("fields", []) if isinstance(f, dict) and "name" in f}
+
+
+def _keyed_schema(schema: dict[str, Any], properties: dict[str, str]) -> dict[str, Any]:
+    """The schema of a new table with its key columns made non-null, and ``properties`` with the
+    key spelled as the columns are (BadRequest naming a key that is no top-level column)."""
+    if PRIMARY_KEY_PROPERTY not in properties:
+        return schema
+    key = primary_key(properties)
+    if not key:
+        raise BadRequest("'primary-key' names no column; give one or more comma-separated column names")
+    if len({k.lower() for k in key}) != len(key):
+        raise BadRequest(f"'primary-key' names a column twice: {properties[PRIMARY_KEY_PROPERTY]!r}")
+    result = copy.deepcopy(schema)
+    columns = _top_level(result)
+    folded = {name.lower(): name for name in columns}
+    spelled = []
+    for name in key:
+        found = name if name in columns else folded.get(name.lower())
+        if found is None:
+            raise BadRequest(
+                f"primary key column {name!r} is not a top-level column of the table "
+                f"(columns: {', '.join(columns) or 'none'})"
+            )
+        if isinstance(columns[found].get("type"), dict):
+            raise BadRequest(f"primary key column {found!r} has a nested type; key columns are atomic")
+        columns[found]["nullable"] = False
+        spelled.append(found)
+    properties[PRIMARY_KEY_PROPERTY] = ",".join(spelled)
+    return result
+
+
+def _check_change_properties(schema: dict[str, Any], properties: dict[str, str]) -> None:
+    """'sequence.field' names a column and 'merge-engine' a known engine, both of a primary-key table."""
+    keyed = bool(primary_key(properties))
+    for name in (SEQUENCE_FIELD_PROPERTY, MERGE_ENGINE_PROPERTY):
+        if name in properties and not keyed:
+            raise BadRequest(f"{name!r} applies to primary-key tables only; this table has no 'primary-key'")
+    field_name = properties.get(SEQUENCE_FIELD_PROPERTY)
+    if field_name is not None:
+        columns = _top_level(schema)
+        if field_name not in columns:
+            raise BadRequest(
+                f"'sequence.field' {field_name!r} is not a top-level column of the table "
+                f"(columns: {', '.join(columns) or 'none'})"
+            )
+        if isinstance(columns[field_name].get("type"), dict):
+            raise BadRequest(f"'sequence.field' {field_name!r} has a nested type; it must be comparable")
+    engine = properties.get(MERGE_ENGINE_PROPERTY)
+    if engine is not None and engine not in MERGE_ENGINES:
+        raise BadRequest(f"unknown 'merge-engine' {engine!r}; expected one of {', '.join(MERGE_ENGINES)}")
+
+
+def _check_key_unchanged(properties: dict[str, str], change: dict[str, Any]) -> None:
+    """A table's key is set when it is created, and only then."""
+    current = primary_key(properties)
+    wanted = primary_key({PRIMARY_KEY_PROPERTY: str(change.get("value", ""))})
+    if change["op"] == "setProperty" and current and wanted == current:
+        return  # setting the key it has already changes nothing
+    have = properties.get(PRIMARY_KEY_PROPERTY)
+    what = "remove" if change["op"] == "removeProperty" else ("change" if have else "add")
+    raise BadRequest(
+        f"cannot {what} 'primary-key' of an existing table"
+        + (f" (it is {have!r})" if have else " (it was created without one)")
+        + "; a table's key is set when it is created"
+    )
+
+
+def _check_key_columns_kept(key: tuple[str, ...], changes: Sequence[dict[str, Any]]) -> None:
+    """No change drops, renames, retypes or makes nullable a key column (BadRequest naming it)."""
+    refused = {
+        "dropColumn": "drop",
+        "renameColumn": "rename",
+        "updateColumnType": "change the type of",
+        "updateColumnNullability": "make nullable",
+    }
+    for change in changes:
+        path = change.get("path") or []
+        op = change.get("op")
+        if len(path) != 1 or path[0] not in key or op not in refused:
+            continue
+        if op == "updateColumnNullability" and not change.get("nullable"):
+            continue
+        raise BadRequest(f"cannot {refused[op]} column {path[0]!r}: it is part of the table's primary key")
+
+
+def _check_key_columns_intact(key: tuple[str, ...], before: dict[str, Any], after: dict[str, Any]) -> None:
+    """Every key column is still there, of the same type, non-null (whatever the changes were)."""
+    old, new = _top_level(before), _top_level(after)
+    for name in key:
+        column = new.get(name)
+        if column is None:
+            raise BadRequest(f"column {name!r} is part of the table's primary key and must stay")
+        if name in old and column.get("type") != old[name].get("type"):
+            raise BadRequest(f"cannot change the type of column {name!r}: it is part of the table's primary key")
+        if column.get("nullable", True):
+            raise BadRequest(f"cannot make nullable column {name!r}: it is part of the table's primary key")

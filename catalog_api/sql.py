@@ -11,20 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from catalog_api.cuts import check_cut, first_visible
-from catalog_api.errors import ScopeNotFound, StreamNotFound, TableNotFound
+from catalog_api.cuts import check_after, check_cut, check_retained, first_visible
+from catalog_api.errors import CommitConflict, ReaderNotFound, ScopeNotFound, StreamNotFound, TableNotFound
 from catalog_api.groups import SchemaGroups
-from catalog_api.model import Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
-from catalog_api.orm import ChunkRow, CommitRow, ScopeRow, StreamRow, TableRow
+from catalog_api.model import (
+    COMPACTION,
+    OVERWRITE,
+    Change,
+    Chunk,
+    Commit,
+    CommitOptions,
+    Reader,
+    Scope,
+    Snapshot,
+    Stream,
+    StreamConfig,
+    Table,
+)
+from catalog_api.orm import ChunkRow, CommitRow, ReaderRow, ScopeRow, StreamRow, TableRow
 from catalog_api.store import (
     CatalogStore,
     CheckCommit,
     CheckDelete,
     ClearScope,
+    DecideExpiry,
     Page,
     Placement,
     RegisterGroup,
@@ -33,7 +47,8 @@ from catalog_api.store import (
     UpdateTable,
     ViewTable,
 )
-from registry.db import Transactions, now_ms, retried
+from catalog_api.views.orm import ViewRow
+from registry.db import Transactions, lock_name, now_ms, retried
 from registry.errors import AlreadyExists, BadRequest, Conflict
 from registry.pagination import decode_token
 
@@ -42,6 +57,8 @@ GroupsIn = Callable[[Session], SchemaGroups]
 #: PostgreSQL advisory lock that stream creations take before checking their location (any
 #: fixed 64-bit number; this one spells "sc-locat").
 LOCATIONS_LOCK = 0x73632D6C6F636174
+#: Paths per IN (...) list when looking up or marking the chunks a commit removes.
+_BATCH = 1000
 
 
 def _scope(row: ScopeRow) -> Scope:
@@ -59,6 +76,7 @@ def _stream(row: StreamRow, scope: str) -> Stream:
         last_commit=row.last_commit,
         created_at=row.created_at,
         managed=row.managed,
+        retained_from=row.retained_from,
     )
 
 
@@ -74,6 +92,9 @@ def _commit(row: CommitRow, chunk_count: int, duplicate: bool = False) -> Commit
         created_at=row.created_at,
         properties=dict(row.properties),
         duplicate=duplicate,
+        kind=row.kind,
+        read_cut=row.read_cut,
+        base_cut=row.base_cut,
     )
 
 
@@ -89,7 +110,17 @@ def _chunk(row: ChunkRow) -> Chunk:
         max_event_time=row.max_event_time,
         stats=dict(row.stats),
         commit=row.commit_number,
+        sequence=row.sequence,
+        removed_at=row.removed_at,
     )
+
+
+def _reader(row: ReaderRow) -> Reader:
+    return Reader(row.name, row.offset, row.updated_at)
+
+
+#: A chunk's place in a snapshot: (sequence, commit, position in its commit).
+_CHUNK_ORDER = (ChunkRow.sequence, ChunkRow.commit_number, ChunkRow.id)
 
 
 def _record(stream: StreamRow, table: TableRow, scope: str) -> TableRecord:
@@ -302,6 +333,11 @@ class SqlCatalogStore(CatalogStore):
         view: ViewTable,
     ) -> Table:
         with self._write() as session:
+            # Tables and views share a scope's name space: the view store takes the same lock.
+            lock_name(session, "relation", scope, name)
+            if session.scalar(select(ViewRow.id).join(ScopeRow, ScopeRow.id == ViewRow.scope_id)
+                              .where(ScopeRow.name == scope, ViewRow.name == name)) is not None:
+                raise AlreadyExists(f"{scope}.{name} is a view; tables and views share one name space")
             stream = self._insert_stream(session, scope, name, config, placement)
             register(self._groups_in(session))
             table = TableRow(
@@ -357,21 +393,40 @@ class SqlCatalogStore(CatalogStore):
 
     # -- commits ---------------------------------------------------------------------------------
 
+    @staticmethod
+    def _live_chunks(session: Session, row: StreamRow, paths: Sequence[str]) -> list[ChunkRow]:
+        """The stream's live chunks (not removed, not truncated) among ``paths``; CommitConflict
+        naming one that is not."""
+        found: dict[str, ChunkRow] = {}
+        for i in range(0, len(paths), _BATCH):
+            batch = list(paths[i : i + _BATCH])
+            found.update(
+                (c.path, c)
+                for c in session.scalars(
+                    select(ChunkRow).where(
+                        ChunkRow.stream_id == row.id,
+                        ChunkRow.path.in_(batch),
+                        ChunkRow.removed_at.is_(None),
+                        ChunkRow.commit_number > row.truncated_at,
+                    )
+                )
+            )
+        missing = [p for p in paths if p not in found]
+        if missing:
+            raise CommitConflict(
+                f"chunk {missing[0]!r} is not a live chunk of the stream ({len(missing)} of the {len(paths)} "
+                "removed chunks are not): it was removed or truncated since it was read, or never committed; "
+                "read the stream again and retry"
+            )
+        return [found[p] for p in paths]
+
     @retried
     def commit(
-        self,
-        scope: str,
-        stream: str,
-        chunks: Sequence[Chunk],
-        *,
-        overwrite: bool,
-        writer_id: str | None,
-        writer_sequence: int | None,
-        properties: dict[str, str],
-        check: CheckCommit,
+        self, scope: str, stream: str, chunks: Sequence[Chunk], options: CommitOptions, check: CheckCommit
     ) -> Commit:
         with self._write() as session:
             row = self._stream_row(session, scope, stream, lock=True)
+            writer_id, writer_sequence = options.writer_id, options.writer_sequence
             if writer_id is not None and writer_sequence is not None:
                 seen = session.scalars(
                     select(CommitRow).where(
@@ -384,24 +439,52 @@ class SqlCatalogStore(CatalogStore):
                     count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
                     return _commit(seen, count, duplicate=True)
             check(_stream(row, scope), session.get(TableRow, row.id) is not None, self._groups_in(session))
+            removed = self._live_chunks(session, row, options.removes)
+            if options.kind == COMPACTION:
+                later = [c.path for c in removed if c.sequence > (options.base_cut or 0)]
+                if later:
+                    raise BadRequest(
+                        f"a compaction with base cut {options.base_cut} cannot remove chunk {later[0]!r}, "
+                        "whose changes sort after that cut"
+                    )
+            number = row.last_commit + 1
+            # Strictly increasing per stream, whatever the clock does: TIMESTAMP AS OF and change
+            # feeds order commits by it.
+            previous = session.scalar(
+                select(CommitRow.created_at).where(CommitRow.stream_id == row.id, CommitRow.number == row.last_commit)
+            )
+            created_at = now_ms() if previous is None else max(now_ms(), previous + 1)
             commit = CommitRow(
                 stream_id=row.id,
-                number=row.last_commit + 1,
-                overwrite=overwrite,
+                number=number,
+                overwrite=options.kind == OVERWRITE,
+                kind=options.kind,
+                read_cut=options.read_cut,
+                base_cut=options.base_cut,
                 writer_id=writer_id,
                 writer_sequence=writer_sequence,
                 event_count=sum(c.event_count for c in chunks),
                 bytes=sum(c.bytes for c in chunks),
-                properties=dict(properties),
-                created_at=now_ms(),
+                properties=dict(options.properties),
+                created_at=created_at,
             )
             session.add(commit)
             session.flush()
+            if options.kind == OVERWRITE:
+                session.execute(
+                    update(ChunkRow)
+                    .where(ChunkRow.stream_id == row.id, ChunkRow.removed_at.is_(None))
+                    .values(removed_at=number)
+                )
+            ids = [c.id for c in removed]
+            for i in range(0, len(ids), _BATCH):
+                session.execute(update(ChunkRow).where(ChunkRow.id.in_(ids[i : i + _BATCH])).values(removed_at=number))
+            sequence = options.base_cut if options.kind == COMPACTION and options.base_cut is not None else number
             session.add_all(
                 ChunkRow(
                     stream_id=row.id,
                     commit_id=commit.id,
-                    commit_number=commit.number,
+                    commit_number=number,
                     path=c.path,
                     kind=c.kind,
                     segment=c.segment,
@@ -411,10 +494,12 @@ class SqlCatalogStore(CatalogStore):
                     min_event_time=c.min_event_time,
                     max_event_time=c.max_event_time,
                     stats=c.stats,
+                    sequence=sequence,
+                    removed_at=None,
                 )
                 for c in chunks
             )
-            row.last_commit = commit.number
+            row.last_commit = number
             try:
                 session.flush()
             except IntegrityError:
@@ -442,6 +527,7 @@ class SqlCatalogStore(CatalogStore):
     def snapshot(self, scope: str, stream: str, cut: int | None, as_of_time: int | None, after: int | None) -> Snapshot:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
+            current = _stream(row, scope)
             if as_of_time is not None:
                 found = session.scalar(
                     select(func.max(CommitRow.number)).where(
@@ -451,28 +537,150 @@ class SqlCatalogStore(CatalogStore):
                 if found is None:
                     raise BadRequest(f"stream {scope}.{stream} has no commit at or before {as_of_time}")
                 cut = found
-            current = _stream(row, scope)
             cut = check_cut(current, row.last_commit if cut is None else cut)
-            last_overwrite = None
-            if after is None:
-                last_overwrite = session.scalar(
-                    select(func.max(CommitRow.number)).where(
-                        CommitRow.stream_id == row.id, CommitRow.overwrite.is_(True), CommitRow.number <= cut
+            if after is not None:
+                # A streaming read: what the commits after its position added, compactions aside
+                # (they change no row), whether or not a later commit removed it.
+                check_after(current, after)
+                first = first_visible(current, after, None)
+                query = (
+                    select(ChunkRow)
+                    .join(CommitRow, CommitRow.id == ChunkRow.commit_id)
+                    .where(
+                        ChunkRow.stream_id == row.id,
+                        ChunkRow.commit_number >= first,
+                        ChunkRow.commit_number <= cut,
+                        CommitRow.kind != COMPACTION,
                     )
                 )
-            first = first_visible(current, after, last_overwrite)
-            chunks = session.scalars(
-                select(ChunkRow)
-                .where(ChunkRow.stream_id == row.id, ChunkRow.commit_number >= first, ChunkRow.commit_number <= cut)
-                .order_by(ChunkRow.commit_number, ChunkRow.id)
-            ).all()
+            else:
+                check_retained(current, cut)
+                query = select(ChunkRow).where(
+                    ChunkRow.stream_id == row.id,
+                    ChunkRow.commit_number > row.truncated_at,
+                    ChunkRow.commit_number <= cut,
+                    or_(ChunkRow.removed_at.is_(None), ChunkRow.removed_at > cut),
+                )
+            chunks = session.scalars(query.order_by(*_CHUNK_ORDER)).all()
             return Snapshot(cut, [_chunk(c) for c in chunks])
+
+    def changes(self, scope: str, stream: str, after: int, to: int | None) -> list[Change]:
+        with self._read() as session:
+            row = self._stream_row(session, scope, stream)
+            current = _stream(row, scope)
+            to = check_cut(current, row.last_commit if to is None else to)
+            check_retained(current, after)
+            if after > to:
+                raise BadRequest(f"a change feed runs forward: after {after} is past to {to}")
+            first = max(after, row.truncated_at)
+            commits = session.scalars(
+                select(CommitRow)
+                .where(
+                    CommitRow.stream_id == row.id,
+                    CommitRow.number > first,
+                    CommitRow.number <= to,
+                    CommitRow.kind != COMPACTION,
+                )
+                .order_by(CommitRow.number)
+            ).all()
+            if not commits:
+                return []
+            touched = session.scalars(
+                select(ChunkRow)
+                .where(
+                    ChunkRow.stream_id == row.id,
+                    ChunkRow.commit_number > row.truncated_at,
+                    or_(
+                        and_(ChunkRow.commit_number > first, ChunkRow.commit_number <= to),
+                        and_(ChunkRow.removed_at > first, ChunkRow.removed_at <= to),
+                    ),
+                )
+                .order_by(*_CHUNK_ORDER)
+            ).all()
+            added: dict[int, list[Chunk]] = {}
+            removed: dict[int, list[Chunk]] = {}
+            for c in touched:
+                if first < c.commit_number <= to:
+                    added.setdefault(c.commit_number, []).append(_chunk(c))
+                if c.removed_at is not None and first < c.removed_at <= to:
+                    removed.setdefault(c.removed_at, []).append(_chunk(c))
+            return [
+                Change(c.number, c.kind, c.created_at, c.read_cut, added.get(c.number, []), removed.get(c.number, []))
+                for c in commits
+            ]
 
     def chunk_paths(self, scope: str, stream: str) -> set[str]:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
+            # Every cut from the oldest a reader or the retention keeps is readable; a chunk removed
+            # at or before that floor is visible at none of them (nor is a truncated one).
+            oldest_reader = session.scalar(select(func.min(ReaderRow.offset)).where(ReaderRow.stream_id == row.id))
+            floor = row.retained_from if oldest_reader is None else min(row.retained_from, oldest_reader)
             return set(
                 session.scalars(
-                    select(ChunkRow.path).where(ChunkRow.stream_id == row.id, ChunkRow.commit_number > row.truncated_at)
+                    select(ChunkRow.path).where(
+                        ChunkRow.stream_id == row.id,
+                        ChunkRow.commit_number > row.truncated_at,
+                        or_(ChunkRow.removed_at.is_(None), ChunkRow.removed_at > floor),
+                    )
                 )
             )
+
+    # -- retention and readers ------------------------------------------------------------------
+
+    @retried
+    def expire(self, scope: str, stream: str, older_than: int | None, decide: DecideExpiry) -> Stream:
+        with self._write() as session:
+            row = self._stream_row(session, scope, stream, lock=True)
+            newest_older = None
+            if older_than is not None:
+                newest_older = session.scalar(
+                    select(func.max(CommitRow.number)).where(
+                        CommitRow.stream_id == row.id, CommitRow.created_at < older_than
+                    )
+                ) or 0
+            oldest_reader = session.scalar(select(func.min(ReaderRow.offset)).where(ReaderRow.stream_id == row.id))
+            row.retained_from = decide(_stream(row, scope), newest_older, oldest_reader)
+            return _stream(row, scope)
+
+    @retried
+    def set_reader(self, scope: str, stream: str, name: str, offset: int, check: Callable[[Stream], None]) -> Reader:
+        with self._write() as session:
+            row = self._stream_row(session, scope, stream, lock=True)
+            check(_stream(row, scope))
+            reader = session.scalars(
+                select(ReaderRow).where(ReaderRow.stream_id == row.id, ReaderRow.name == name)
+            ).one_or_none()
+            if reader is None:
+                reader = ReaderRow(stream_id=row.id, name=name, offset=offset, updated_at=now_ms())
+                session.add(reader)
+            else:
+                reader.offset, reader.updated_at = offset, now_ms()
+            session.flush()
+            return _reader(reader)
+
+    def readers(self, scope: str, stream: str) -> list[Reader]:
+        with self._read() as session:
+            row = self._stream_row(session, scope, stream)
+            rows = session.scalars(select(ReaderRow).where(ReaderRow.stream_id == row.id).order_by(ReaderRow.name))
+            return [_reader(r) for r in rows]
+
+    def get_reader(self, scope: str, stream: str, name: str) -> Reader:
+        with self._read() as session:
+            row = self._stream_row(session, scope, stream)
+            return _reader(self._reader_row(session, row, scope, name))
+
+    @retried
+    def delete_reader(self, scope: str, stream: str, name: str) -> None:
+        with self._write() as session:
+            row = self._stream_row(session, scope, stream, lock=True)
+            session.delete(self._reader_row(session, row, scope, name))
+
+    @staticmethod
+    def _reader_row(session: Session, row: StreamRow, scope: str, name: str) -> ReaderRow:
+        found = session.scalars(
+            select(ReaderRow).where(ReaderRow.stream_id == row.id, ReaderRow.name == name)
+        ).one_or_none()
+        if found is None:
+            raise ReaderNotFound(f"no reader {name!r} of stream {scope}.{row.name}")
+        return found

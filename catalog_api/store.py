@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog_api.groups import SchemaGroups
-from catalog_api.model import Chunk, Commit, Scope, Snapshot, Stream, StreamConfig, Table
+from catalog_api.model import Change, Chunk, Commit, CommitOptions, Reader, Scope, Snapshot, Stream, StreamConfig, Table
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ CheckCommit = Callable[[Stream, bool, SchemaGroups], None]
 ClearScope = Callable[[list[Stream], SchemaGroups], None]
 #: Raises to refuse deleting a stream (``is_table``: it backs a table).
 CheckDelete = Callable[[Stream, bool], None]
+#: The new ``retained_from`` of a locked stream, given the newest commit older than the expiry's
+#: time (None: no time given; 0: none is) and the oldest registered reader's offset (None: no reader).
+DecideExpiry = Callable[[Stream, int | None, int | None], int]
 #: Raises to refuse a new stream's location, given every live stream as (``scope.stream``, location).
 CheckLocation = Callable[[list[tuple[str, str]]], None]
 
@@ -155,19 +158,13 @@ class CatalogStore(ABC):
 
     @abstractmethod
     def commit(
-        self,
-        scope: str,
-        stream: str,
-        chunks: Sequence[Chunk],
-        *,
-        overwrite: bool,
-        writer_id: str | None,
-        writer_sequence: int | None,
-        properties: dict[str, str],
-        check: CheckCommit,
+        self, scope: str, stream: str, chunks: Sequence[Chunk], options: CommitOptions, check: CheckCommit
     ) -> Commit:
-        """Append chunks atomically as the next commit, if ``check`` accepts them; a repeated
-        (writer, sequence) returns the first commit and writes nothing."""
+        """Add chunks atomically as the next commit, if ``check`` accepts the locked stream; a
+        repeated (writer, sequence) returns the first commit and writes nothing. An overwrite marks
+        every live chunk removed by it, other commits the live chunks ``options.removes`` names
+        (CommitConflict if one is not live). The new chunks sort at the commit's number, a
+        compaction's at its base cut; the commit's time is after its predecessor's."""
 
     @abstractmethod
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
@@ -178,5 +175,30 @@ class CatalogStore(ABC):
         """Chunks visible at a cut (latest by default), or added after ``after`` up to it."""
 
     @abstractmethod
+    def changes(self, scope: str, stream: str, after: int, to: int | None) -> list[Change]:
+        """The non-compaction commits in (``after``, ``to``] with the chunks each added and removed."""
+
+    @abstractmethod
     def chunk_paths(self, scope: str, stream: str) -> set[str]:
-        """Paths of every chunk still referenced by a commit that is not truncated."""
+        """Paths of every chunk some readable cut needs: not truncated, and not removed at or before
+        the oldest cut that the retention or a registered reader keeps."""
+
+    @abstractmethod
+    def expire(self, scope: str, stream: str, older_than: int | None, decide: DecideExpiry) -> Stream:
+        """Store the ``retained_from`` that ``decide`` makes of the locked stream."""
+
+    @abstractmethod
+    def set_reader(self, scope: str, stream: str, name: str, offset: int, check: Callable[[Stream], None]) -> Reader:
+        """Register a reader at ``offset`` (or move it there), if ``check`` accepts the locked stream."""
+
+    @abstractmethod
+    def readers(self, scope: str, stream: str) -> list[Reader]:
+        """The stream's registered readers, by name."""
+
+    @abstractmethod
+    def get_reader(self, scope: str, stream: str, name: str) -> Reader:
+        """A registered reader; ReaderNotFound if none."""
+
+    @abstractmethod
+    def delete_reader(self, scope: str, stream: str, name: str) -> None:
+        """Forget a registered reader; ReaderNotFound if none."""

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
-from sqlalchemy import JSON, Engine, Integer, MetaData, create_engine, event
+from sqlalchemy import JSON, Engine, Integer, MetaData, create_engine, event, func, select
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session
@@ -175,3 +175,13 @@ def retried(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P
 def now_ms() -> int:
     """Wall-clock time in epoch milliseconds, as history timestamps are kept."""
     return int(time.time() * 1000)
+
+
+def lock_name(session: Session, *parts: str) -> None:
+    """Serialize, until this transaction ends, every transaction that locks the same name (PostgreSQL:
+    a transaction-level advisory lock on a hash of it). Unique constraints cannot keep two kinds of rows
+    from taking one name (a table and a view of a scope); this lock can. SQLite needs none: its write
+    transactions already run one at a time (BEGIN IMMEDIATE)."""
+    if session.get_bind().dialect.name == "postgresql":
+        key = "\x1f".join(parts)
+        session.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from catalog_api.client import CatalogClient
 from catalog_api.server import migrate
 from catalog_api.server.app import create_app
 from catalog_api.server.config import Settings
@@ -59,6 +60,19 @@ def server_url(settings: Settings) -> Iterator[str]:
 def namespace() -> str:
     """A namespace of this test's own, so tests never see each other's groups."""
     return f"ns{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def catalog(server_url: str) -> CatalogClient:
+    """A catalog client on the test server."""
+    return CatalogClient(server_url)
+
+
+@pytest.fixture
+def scope(catalog: CatalogClient, namespace: str) -> str:
+    """A scope of this test's own: the catalog side of ``namespace``."""
+    catalog.create_scope(namespace)
+    return namespace
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""``/v1/scopes/{scope}/streams/{stream}/commits`` and ``/chunks``: the data path's metadata."""
+"""``/v1/scopes/{scope}/streams/{stream}/commits``, ``/chunks``, ``/changes`` and ``/readers``: the data
+path's metadata."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from catalog_api.api.context import catalog_service
 from catalog_api.api.params import pull_names
 from registry.api.context import list_limit
 from registry.api.operations import operation
+from registry.api.requests import check_name
+from registry.api.wire import Name
 from registry.permissions import Need
 
 bp = Blueprint("commits", __name__)
@@ -50,6 +53,11 @@ def commit(scope: str, stream: str, body: m.CommitRequest) -> tuple[m.Commit, in
         writer_id=body.writer_id,
         writer_sequence=body.writer_sequence,
         properties=dict(body.properties),
+        kind=body.kind,
+        read_cut=body.read_cut,
+        base_cut=body.base_cut,
+        expected_last_commit=body.expected_last_commit,
+        removes=list(body.removes),
     )
     return m.Commit.of(result), 200 if result.duplicate else 201
 
@@ -63,3 +71,49 @@ def chunks(scope: str, stream: str, query: m.ChunksQuery) -> m.Snapshot:
         scope, stream, cut=query.stream_cut, as_of_time=query.as_of_time, after=query.after
     )
     return m.Snapshot.of(snapshot)
+
+
+@operation(
+    bp,
+    "GET",
+    "/changes",
+    "listChanges",
+    "Commits between two cuts (no compactions), with the chunks they added and removed",
+    query=m.ChangesQuery,
+    response=m.ChangeList,
+    permission=Need("read", "stream"),
+)
+def changes(scope: str, stream: str, query: m.ChangesQuery) -> m.ChangeList:
+    found = catalog_service().changes(scope, stream, query.after or 0, query.to)
+    return m.ChangeList(changes=[m.Change.of(c) for c in found])
+
+
+#: The reader's name in the document.
+_READER = {"reader": ("readerName", Name)}
+
+
+@operation(bp, "GET", "/readers", "listReaders", "Registered readers of a stream", response=m.ReaderList,
+           permission=Need("read", "stream"))
+def list_readers(scope: str, stream: str) -> m.ReaderList:
+    return m.ReaderList(readers=[m.Reader.of(r) for r in catalog_service().readers(scope, stream)])
+
+
+@operation(bp, "GET", "/readers/<reader>", "getReader", "A registered reader of a stream", response=m.Reader,
+           path=_READER, permission=Need("read", "stream"))
+def get_reader(scope: str, stream: str, reader: str) -> m.Reader:
+    return m.Reader.of(catalog_service().get_reader(scope, stream, check_name(reader, "reader name")))
+
+
+@operation(
+    bp, "PUT", "/readers/<reader>", "setReader", "Register a reader at the cut it has read up to (or move it)",
+    body=m.SetReaderRequest, response=m.Reader, path=_READER, permission=Need("write", "stream"),
+)
+def set_reader(scope: str, stream: str, reader: str, body: m.SetReaderRequest) -> m.Reader:
+    name = check_name(reader, "reader name")
+    return m.Reader.of(catalog_service().set_reader(scope, stream, name, body.offset))
+
+
+@operation(bp, "DELETE", "/readers/<reader>", "deleteReader", "Forget a registered reader", status=204,
+           path=_READER, permission=Need("admin", "stream"))
+def delete_reader(scope: str, stream: str, reader: str) -> None:
+    catalog_service().delete_reader(scope, stream, check_name(reader, "reader name"))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from catalog_api import model as domain
-from catalog_api.model import CHUNK_KINDS
+from catalog_api.model import CHUNK_KINDS, COMMIT_KINDS
 from registry.api.models import Compatibility, VersionInfo
 from registry.api.wire import (
     MAX_INT64,
@@ -31,8 +31,10 @@ from registry.api.wire import (
 
 if TYPE_CHECKING:
     ChunkKind = str
+    CommitKind = str
 else:
     ChunkKind = Literal[CHUNK_KINDS]
+    CommitKind = Literal[COMMIT_KINDS]
 
 #: Stream cuts, commit numbers and times in query strings (and truncation's cut) stay below this.
 MAX_CUT = 2**62
@@ -153,6 +155,8 @@ class Stream(Wire):
     retention_policy: RetentionPolicy
     stream_state: Literal["ACTIVE", "SEALED"]
     truncated_at: int
+    #: the oldest cut that may still be read (0: all); expire moves it forward
+    retained_from: int
     last_commit: int
     created_at: int
 
@@ -170,9 +174,54 @@ class Stream(Wire):
             ),
             stream_state="SEALED" if stream.sealed else "ACTIVE",
             truncated_at=stream.truncated_at,
+            retained_from=stream.retained_from,
             last_commit=stream.last_commit,
             created_at=stream.created_at,
         )
+
+
+class ExpireRequest(Wire):
+    """``POST .../expire``: move the oldest readable cut forward. Cuts whose commit is older than
+    ``olderThan`` (epoch ms) may go, the newest ``retainLast`` cuts stay, and so does every cut from
+    the oldest registered reader's offset on; at least one of the two must be given."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"anyOf": [{"required": ["olderThan"]}, {"required": ["retainLast"]}]}
+    )
+
+    older_than: Cut | None = None
+    retain_last: Positive | None = None
+
+    @model_validator(mode="after")
+    def _some_limit(self) -> ExpireRequest:
+        if self.older_than is None and self.retain_last is None:
+            raise ValueError("say which cuts to expire: olderThan (epoch ms), retainLast (a count), or both")
+        return self
+
+
+class SetReaderRequest(Wire):
+    """``PUT .../readers/{reader}``: the cut up to which the reader has read (a retained cut)."""
+
+    offset: Cut
+
+
+class Reader(Wire):
+    """A registered reader of a stream and the cut up to which it has read; expiry keeps that cut."""
+
+    reader_name: str
+    offset: int
+    updated_at: int
+
+    @classmethod
+    def of(cls, reader: domain.Reader) -> Reader:
+        """The wire form of ``reader``."""
+        return cls.model_construct(reader_name=reader.name, offset=reader.offset, updated_at=reader.updated_at)
+
+
+class ReaderList(Wire):
+    """A stream's registered readers, by name."""
+
+    readers: list[Reader]
 
 
 class StreamList(Wire):
@@ -357,6 +406,8 @@ class Table(Wire):
     compatibility: Compatibility
     comment: str
     properties: StringMap
+    #: the key columns of a primary-key table (its 'primary-key' property); empty for append tables
+    primary_key: list[str]
     stream: Stream
 
     @classmethod
@@ -374,6 +425,7 @@ class Table(Wire):
             compatibility=Compatibility.of(table.compatibility),
             comment=table.comment,
             properties=dict(table.properties),
+            primary_key=list(table.primary_key),
             stream=Stream.of(table.stream),
         )
 
@@ -388,9 +440,22 @@ class TableList(Wire):
 # -- commits -----------------------------------------------------------------------------------------
 
 
+def _inside_the_stream(path: str) -> str:
+    # A pattern could say this too, but not readably; the message says what is wrong.
+    parts = path.split("/")
+    if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
+        raise ValueError(f"chunk path {path!r} must be relative to the stream's location, without '..'")
+    return path
+
+
+ChunkPath = Annotated[str, Field(min_length=1, max_length=1024)]
+
+
 class ChunkInfo(Wire):
     """A chunk file: its path relative to the stream's location, what it holds, its statistics.
-    ``commit`` is the number of the commit that added it (ignored in a commit request)."""
+    ``commit`` is the number of the commit that added it, ``sequence`` where its changes sort (that
+    number, or a compaction's base cut) and ``removedAt`` the commit that removed it; the server
+    sets all three (they are ignored in a commit request)."""
 
     path: Annotated[str, Field(min_length=1, max_length=1024)]
     kind: ChunkKind
@@ -402,15 +467,13 @@ class ChunkInfo(Wire):
     max_event_time: Int64 | None = None
     stats: Annotated[dict[str, Any], NullMeansDefault] = Field(default_factory=dict)
     commit: Annotated[int, WholeNumber] = 0
+    sequence: Annotated[int, WholeNumber] = 0
+    removed_at: Annotated[int, WholeNumber] | None = None
 
     @field_validator("path")
     @classmethod
     def _inside_the_stream(cls, path: str) -> str:
-        # A pattern could say this too, but not readably; the message says what is wrong.
-        parts = path.split("/")
-        if path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts) or ":" in parts[0]:
-            raise ValueError(f"chunk path {path!r} must be relative to the stream's location, without '..'")
-        return path
+        return _inside_the_stream(path)
 
     @classmethod
     def of(cls, chunk: domain.Chunk) -> ChunkInfo:
@@ -426,6 +489,8 @@ class ChunkInfo(Wire):
             max_event_time=chunk.max_event_time,
             stats=dict(chunk.stats),
             commit=chunk.commit,
+            sequence=chunk.sequence,
+            removed_at=chunk.removed_at,
         )
 
     def to_domain(self) -> domain.Chunk:
@@ -441,12 +506,21 @@ class ChunkInfo(Wire):
             max_event_time=self.max_event_time,
             stats=dict(self.stats),
             commit=self.commit,
+            sequence=self.sequence,
+            removed_at=self.removed_at,
         )
 
 
 class CommitRequest(Wire):
     """``POST .../commits``: chunks made visible at once (none only to empty the stream, with
-    ``overwrite``). A repeated (writerId, writerSequence) is acknowledged (200) and changes nothing."""
+    ``overwrite``, or when a row-level commit or a compaction removes chunks). A repeated
+    (writerId, writerSequence) is acknowledged (200) and changes nothing.
+
+    ``kind`` (docs/changelog-tables.md, "Commits"; by default overwrite when ``overwrite`` is set,
+    else append): an overwrite removes every live chunk; a row-level commit records ``readCut``, the
+    cut its scan read; a compaction's chunks hold the state at ``baseCut``. Both may remove the live
+    chunks ``removes`` names (409 CommitConflict if one is not live). With ``expectedLastCommit``
+    the commit is made only if the stream's newest commit is that one (409 CommitConflict)."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -455,6 +529,11 @@ class CommitRequest(Wire):
                     "anyOf": [
                         {"properties": {"chunks": {"minItems": 1}}},
                         {"required": ["overwrite"], "properties": {"overwrite": {"const": True}}},
+                        {"required": ["kind"], "properties": {"kind": {"const": "overwrite"}}},
+                        {
+                            "required": ["kind", "removes"],
+                            "properties": {"kind": {"enum": ["row-level", "compaction"]}, "removes": {"minItems": 1}},
+                        },
                     ]
                 },
                 {
@@ -475,11 +554,26 @@ class CommitRequest(Wire):
     writer_id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
     writer_sequence: Count | None = None
     properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+    kind: CommitKind | None = None
+    read_cut: Cut | None = None
+    base_cut: Cut | None = None
+    expected_last_commit: Cut | None = None
+    removes: Annotated[list[ChunkPath], Field(max_length=100_000), NullMeansDefault] = Field(default_factory=list)
+
+    @field_validator("removes")
+    @classmethod
+    def _removes_inside_the_stream(cls, paths: list[str]) -> list[str]:
+        return [_inside_the_stream(p) for p in paths]
 
     @model_validator(mode="after")
     def _whole(self) -> CommitRequest:
-        if not self.chunks and not self.overwrite:
-            raise ValueError("a commit needs at least one chunk (or overwrite, to empty the stream)")
+        removing = self.kind in ("row-level", "compaction") and bool(self.removes)
+        empties = self.overwrite or self.kind == "overwrite" or removing
+        if not self.chunks and not empties:
+            raise ValueError(
+                "a commit needs at least one chunk (or overwrite, to empty the stream; or, for a row-level commit "
+                "or a compaction, chunks to remove)"
+            )
         if (self.writer_id is None) != (self.writer_sequence is None):
             raise ValueError("writerId and writerSequence go together")
         paths = [c.path for c in self.chunks]
@@ -508,6 +602,11 @@ class Commit(Wire):
     timestamp: int
     properties: StringMap
     duplicate: bool
+    kind: CommitKind
+    read_cut: int | None
+    base_cut: int | None
+    #: the commit's time (epoch ms; the same as ``timestamp``), strictly increasing per stream
+    created_at: int
 
     @classmethod
     def of(cls, commit: domain.Commit) -> Commit:
@@ -523,6 +622,10 @@ class Commit(Wire):
             timestamp=commit.created_at,
             properties=dict(commit.properties),
             duplicate=commit.duplicate,
+            kind=commit.kind,
+            read_cut=commit.read_cut,
+            base_cut=commit.base_cut,
+            created_at=commit.created_at,
         )
 
 
@@ -530,6 +633,37 @@ class CommitList(Wire):
     """Commits, oldest first."""
 
     commits: list[Commit]
+
+
+class Change(Wire):
+    """One non-compaction commit of a change feed: its number, kind, time and read cut, the chunks it
+    added (``chunks``) and the ones it removed (``removed``: every live one for an overwrite, the
+    named ones for a row-level commit)."""
+
+    number: int
+    kind: CommitKind
+    created_at: int
+    read_cut: int | None
+    chunks: list[ChunkInfo]
+    removed: list[ChunkInfo]
+
+    @classmethod
+    def of(cls, change: domain.Change) -> Change:
+        """The wire form of ``change``."""
+        return cls.model_construct(
+            number=change.number,
+            kind=change.kind,
+            created_at=change.created_at,
+            read_cut=change.read_cut,
+            chunks=[ChunkInfo.of(c) for c in change.added],
+            removed=[ChunkInfo.of(c) for c in change.removed],
+        )
+
+
+class ChangeList(Wire):
+    """The commits of a change feed, oldest first."""
+
+    changes: list[Change]
 
 
 class Snapshot(Wire):
@@ -567,6 +701,14 @@ class ChunksQuery(Query):
     stream_cut: QueryCut | None = None
     as_of_time: QueryCut | None = None
     after: QueryCut | None = None
+
+
+class ChangesQuery(Query):
+    """The commits after the cut ``after`` (0 by default; a retained cut) up to the cut ``to`` (the
+    latest by default)."""
+
+    after: QueryCut | None = None
+    to: QueryCut | None = None
 
 
 class PurgeQuery(Query):

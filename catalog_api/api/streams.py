@@ -89,3 +89,17 @@ def seal_stream(scope: str, stream: str, body: m.StreamStateRequest) -> m.Stream
 )
 def truncate_stream(scope: str, stream: str, body: m.TruncateRequest) -> m.Stream:
     return m.Stream.of(catalog_service().truncate_stream(scope, stream, body.stream_cut))
+
+
+@operation(
+    bp,
+    "POST",
+    "/<stream>/expire",
+    "expireStream",
+    "Expire old cuts: move the oldest readable cut forward (never past a registered reader's offset)",
+    body=m.ExpireRequest,
+    response=m.Stream,
+    permission=Need("write", "stream"),
+)
+def expire_stream(scope: str, stream: str, body: m.ExpireRequest) -> m.Stream:
+    return m.Stream.of(catalog_service().expire(scope, stream, body.older_than, body.retain_last))

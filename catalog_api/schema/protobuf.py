@@ -42,6 +42,7 @@ from catalog_api.schema.spark import (
     value_path,
 )
 from registry.errors import BadRequest, InvalidSchema
+from registry.formats.protobuf import well_known_file
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -386,21 +387,9 @@ def _pool(fds: descriptor_pb2.FileDescriptorSet) -> descriptor_pool.DescriptorPo
 
 def _well_known_file(name: str) -> descriptor_pb2.FileDescriptorProto:
     # Descriptor sets sent without --include_imports may still use the well-known types.
-    from google.protobuf import (  # noqa: F401  (imported to load their files into the default pool)
-        any_pb2,
-        duration_pb2,
-        empty_pb2,
-        struct_pb2,
-        timestamp_pb2,
-        wrappers_pb2,
-    )
-
-    try:
-        found = descriptor_pool.Default().FindFileByName(name)
-    except KeyError:
-        raise InvalidSchema(f"the Protobuf schema imports {name}, which it does not include") from None
-    proto = descriptor_pb2.FileDescriptorProto()
-    found.CopyToProto(proto)
+    proto = well_known_file(name)
+    if proto is None:
+        raise InvalidSchema(f"the Protobuf schema imports {name}, which it does not include")
     return proto
 
 

@@ -16,6 +16,7 @@ from catalog_api.server.auth import api as admin_api
 from catalog_api.server.auth import guard
 from catalog_api.server.config import Settings
 from catalog_api.server.extensions import Streamcat
+from catalog_api.views import api as views_api
 from registry.api import routes as registry_routes
 from registry.confluent import routes as confluent_routes
 from registry.db import rolled_back
@@ -93,6 +94,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     app.register_blueprint(admin_api.bp, url_prefix="/v1/admin")
     registry_routes.register(app)
     catalog_routes.register(app)
+    views_api.register(app)
     confluent_routes.register(app)
     _register_error_handlers(app)
     return app

@@ -25,6 +25,7 @@ import catalog_api.orm  # noqa: F401  (the catalog's tables are part of every ba
 import registry.confluent.orm
 import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
 from catalog_api.server.migrate import current_revisions, current_revisions_of
+from catalog_api.views import orm as views_orm  # noqa: F401  (and the views table)
 from registry.db import Base, now_ms
 from registry.errors import StreamcatError
 

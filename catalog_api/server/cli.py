@@ -13,8 +13,10 @@ import click
 
 from catalog_api.server import backup, migrate
 from catalog_api.server.cli_auth import grants, tokens, users
+from catalog_api.server.cli_ingest import ingest_command
 from catalog_api.server.cli_spark import spark_conf
 from catalog_api.server.cli_streams import streams
+from catalog_api.server.cli_tables import tables
 from catalog_api.server.config import ConfigError, Settings
 from registry.db import make_engine
 
@@ -162,6 +164,8 @@ def restore_command(source: str, merge: bool) -> None:
 
 
 main.add_command(streams)
+main.add_command(tables)
+main.add_command(ingest_command)
 main.add_command(spark_conf)
 main.add_command(users)
 main.add_command(tokens)

@@ -18,6 +18,8 @@ from catalog_api.server.auth.store import PrincipalStore
 from catalog_api.server.config import Settings
 from catalog_api.service import CatalogService
 from catalog_api.sql import SqlCatalogStore
+from catalog_api.views.service import ViewService
+from catalog_api.views.store import SqlViewStore
 from registry.db import make_engine
 from registry.service import RegistryService
 from registry.store.sql import SqlRegistryStore
@@ -33,6 +35,8 @@ class Streamcat:
     catalog: CatalogService
     #: users, API tokens and grants (read on every authenticated request)
     principals: PrincipalStore
+    #: views of the catalog's scopes (Spark's ViewCatalog)
+    views: ViewService
 
     @classmethod
     def create(cls, settings: Settings) -> Streamcat:
@@ -49,7 +53,12 @@ class Streamcat:
             SqlCatalogStore(engine, groups_in), registry, settings.warehouse, settings.allowed_locations
         )
         principals = PrincipalStore(engine)
-        return cls(settings=settings, engine=engine, registry=registry, catalog=catalog, principals=principals)
+        views = ViewService(SqlViewStore(engine))
+        # A scope that holds views is not empty: its deletion asks, inside its transaction.
+        catalog.scope_holdings.append(views.scope_holding)
+        return cls(
+            settings=settings, engine=engine, registry=registry, catalog=catalog, principals=principals, views=views
+        )
 
     @classmethod
     def init_app(cls, app: Flask, settings: Settings) -> Streamcat:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from catalog_api import storage
+from catalog_api.model import Chunk
 
 EVENT_MAGIC = b"SCEV\x01\x00\x00\x00"
 ENCODING_ID_KEY = b"streamcat.encoding_id"
@@ -41,6 +42,11 @@ class ChunkStats:
     bytes: int = 0
     encoding_ids: set[int] = field(default_factory=set)
     stats: dict[str, Any] = field(default_factory=dict)
+
+    def columnar(self, path: str, segment: int = 0, sequence: int = 0) -> Chunk:
+        """The Chunk a commit lists for the columnar chunk written at ``path`` with these statistics."""
+        return Chunk(path=path, kind="columnar", segment=segment, event_count=self.event_count, bytes=self.bytes,
+                     encoding_ids=tuple(sorted(self.encoding_ids)), stats=self.stats, sequence=sequence)
 
 
 def write_event_chunk(location: str, path: str, events: Iterable[bytes]) -> ChunkStats:

@@ -6,6 +6,10 @@ listed them (so one segment's events come back in the order they were written). 
 are decoded by ``registry.serde.Deserializer``; columnar (Parquet) chunks are read with pyarrow
 and their columns resolved to the reader schema by name, as Avro schema resolution would:
 missing fields get their default, promotions (int to long, float to double...) apply.
+
+A stream that is a table that changes (docs/changelog-tables.md) reads as the table: an append
+table's position deletes are applied, and a primary-key table reads as one row per live key
+(``catalog_api.streams.merge``). ``changes(after, to)`` gives the change feed between two cuts.
 """
 
 from __future__ import annotations
@@ -22,7 +26,10 @@ import pyarrow as pa
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.storage import resolve
+from catalog_api.streams.changelog import CommitChanges, change_feed
+from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
 from catalog_api.streams.chunks import ChunkFormatError, frame_offsets, read_columnar_chunk
+from catalog_api.streams.merge import TableLayout, apply_position_deletes, needs_merge, read_state, split_ops
 from registry.client import RegistryClient
 from registry.errors import NotFound
 from registry.ids import EncodingId
@@ -119,6 +126,10 @@ def arrow_schema(reader: SchemaInfo) -> pa.Schema | None:
     return pa.schema(list(struct))
 
 
+def _nullable_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
 # -- the reader ------------------------------------------------------------------------------------
 
 class StreamReader:
@@ -144,6 +155,19 @@ class StreamReader:
         self._reader_fields = self._avro_fields(self.reader_schema)
         self._arrow_schema = arrow_schema(self.reader_schema) if self.reader_schema is not None else None
         self._fs, self._root = resolve(self.location)
+        self._layout: TableLayout | None = None
+
+    @property
+    def layout(self) -> TableLayout:
+        """How the stream's changes merge: its table's key, sequence field and merge engine (a stream
+        that is no table reads as an append table). Asked once, when first needed."""
+        if self._layout is None:
+            try:
+                properties = self.catalog.get_table(self.scope, self.stream).get("properties") or {}
+            except NotFound:
+                properties = {}
+            self._layout = TableLayout.from_properties(properties)
+        return self._layout
 
     def _latest_schema(self) -> SchemaInfo | None:
         try:
@@ -169,15 +193,106 @@ class StreamReader:
         """Every record visible at the cut (default: the latest commit), in commit and write order.
 
         The snapshot is taken now (a bad cut fails here); chunk files are read as the records are.
+        A primary-key table gives one record per live key (merged when the snapshot is read); an
+        append table's deleted rows are left out.
         """
         _cut, chunks = self.snapshot(cut, as_of_time)
-        return chain.from_iterable(map(self.read_chunk, chunks))
+        if self.layout.is_keyed and needs_merge(chunks, self.layout):
+            return iter(self._merged(chunks).to_pylist(maps_as_pydicts="strict"))
+        deleted = self._deleted_positions(chunks)
+        return chain.from_iterable(self._live_records(c, deleted.get(c.path)) for c in chunks
+                                   if c.kind != DELETES_KIND)
 
     def read_batches(self, cut: int | None = None, as_of_time: int | None = None,
                      batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
         """The records of ``read`` as Arrow record batches (columnar chunks stay columnar)."""
         _cut, chunks = self.snapshot(cut, as_of_time)
-        return chain.from_iterable(self.read_chunk_batches(c, batch_rows) for c in chunks)
+        if self.layout.is_keyed and needs_merge(chunks, self.layout):
+            return iter(self._merged(chunks).to_batches(max_chunksize=batch_rows))
+        deleted = self._deleted_positions(chunks)
+        return chain.from_iterable(self._live_batches(c, deleted.get(c.path), batch_rows) for c in chunks
+                                   if c.kind != DELETES_KIND)
+
+    # -- tables that change ------------------------------------------------------------------------
+
+    def _deleted_positions(self, chunks: list[Chunk]) -> dict[str, pa.Array]:
+        return read_position_deletes(self.location, [c.path for c in chunks if c.kind == DELETES_KIND])
+
+    def _live_records(self, chunk: Chunk, deleted: pa.Array | None) -> Iterator[Any]:
+        if self.layout.is_keyed and chunk.kind == "columnar":  # a change chunk: its upserts
+            return iter(self._upserted(chunk).to_pylist(maps_as_pydicts="strict"))
+        if deleted is None:
+            return self.read_chunk(chunk)
+        if chunk.kind == "columnar":
+            return iter(apply_position_deletes(self._columnar(chunk), deleted).to_pylist(maps_as_pydicts="strict"))
+        gone = set(deleted.to_pylist())
+        return (record for position, record in enumerate(self.read_chunk(chunk)) if position not in gone)
+
+    def _live_batches(self, chunk: Chunk, deleted: pa.Array | None, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        if self.layout.is_keyed and chunk.kind == "columnar":
+            yield from self._upserted(chunk).to_batches(max_chunksize=batch_rows)
+        elif deleted is None:
+            yield from self.read_chunk_batches(chunk, batch_rows)
+        else:
+            live = apply_position_deletes(split_ops(self.chunk_table(chunk))[0], deleted)
+            yield from self._as_reader(live).to_batches(max_chunksize=batch_rows)
+
+    def _upserted(self, chunk: Chunk) -> pa.Table:
+        """The rows of a columnar chunk of a primary-key table that upsert (without the row kinds)."""
+        table, ops = split_ops(self.chunk_table(chunk))
+        return self._as_reader(table if not (ops != UPSERT).any() else table.filter(pa.array(ops == UPSERT)))
+
+    def chunk_table(self, chunk: Chunk) -> pa.Table:
+        """Every row of one chunk as an Arrow table of the reader schema's columns, plus the chunk's row
+        kinds (``OP_COLUMN``) when it has them: what ``catalog_api.streams.merge`` works on."""
+        if chunk.kind == "columnar":
+            table, encoding_id = read_columnar_chunk(self.location, chunk.path)
+            table, ops = split_ops(table) if OP_COLUMN in table.column_names else (table, None)
+            resolved = self._resolve(table, encoding_id, chunk.path)
+            if self._arrow_schema is not None:
+                # nullable: a delete row leaves even a NOT NULL column empty (only its key means anything)
+                resolved = resolved.cast(_nullable_schema(self._arrow_schema))
+            return resolved if ops is None else resolved.append_column(OP_COLUMN, pa.array(ops, pa.int8()))
+        if chunk.kind == "events":
+            if self._arrow_schema is None:
+                raise SerdeError(f"the records of {self.scope}/{self.stream} have no Arrow form (the reader schema "
+                                 "is no Avro record of Arrow types): they cannot be merged")
+            return pa.Table.from_pylist(list(self.read_chunk(chunk)), schema=_nullable_schema(self._arrow_schema))
+        raise ChunkFormatError(f"chunk {chunk.path} is of kind {chunk.kind!r}, which holds no rows")
+
+    def _merged(self, chunks: list[Chunk]) -> pa.Table:
+        return self._as_reader(read_state(self.location, chunks, self.layout, self.chunk_table))
+
+    def _as_reader(self, table: pa.Table) -> pa.Table:
+        """Merged rows under the reader schema's Arrow form itself (its NOT NULL columns included)."""
+        if self._arrow_schema is None or table.schema.equals(self._arrow_schema) or not table.num_columns:
+            return table
+        try:
+            return table.cast(self._arrow_schema)
+        except pa.ArrowInvalid:  # a partial update left a NOT NULL column empty: show it as it is
+            return table
+
+    def changes(self, after: int, to: int | None = None) -> Iterator[dict[str, Any]]:
+        """The change feed of the commits in (``after``, ``to``] (``to``: the latest): records of the table's
+        columns plus ``_change_type`` (insert, update_preimage, update_postimage, delete), ``_commit_version``
+        and ``_commit_timestamp`` (a UTC datetime), commit after commit; compactions are skipped."""
+        for batch in self.change_batches(after, to):
+            yield from batch.to_pylist(maps_as_pydicts="strict")
+
+    def change_batches(self, after: int, to: int | None = None,
+                       batch_rows: int = DEFAULT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+        """The records of ``changes`` as Arrow record batches. The commits are listed now (a bad range
+        fails here); their chunks are read as the batches are."""
+        if after < 0:
+            raise ValueError(f"a change feed starts after a commit number, not {after}")
+        commits = [CommitChanges.of(c) for c in self.catalog.changes(self.scope, self.stream, after, to)]
+        if self._arrow_schema is None:
+            raise SerdeError(f"the records of {self.scope}/{self.stream} have no Arrow form (the reader schema is "
+                             "no Avro record of Arrow types): no change feed")
+        feed = change_feed(self.location, self.layout, self.chunk_table,
+                           lambda cut: self.catalog.snapshot(self.scope, self.stream, cut=cut)[1] if cut else [],
+                           after, commits, self._arrow_schema)
+        return chain.from_iterable(t.to_batches(max_chunksize=batch_rows) for t in feed)
 
     # -- streaming ---------------------------------------------------------------------------------
 
@@ -186,7 +301,8 @@ class StreamReader:
 
         At most ``max_commits`` commits are read; the new position is the last commit read.
         Streaming reads see every commit as appended data, overwrites included; truncated
-        commits are skipped.
+        commits, position deletes and compactions are skipped, and of a primary-key table's
+        changes only the upserted rows are records.
         """
         if position < 0:
             raise ValueError(f"a stream position is a commit number, not {position}")
@@ -200,7 +316,9 @@ class StreamReader:
             chunks = [c for c in chunks if c.commit <= cut]
         records: list[Any] = []
         for chunk in chunks:
-            records.extend(self.read_chunk(chunk))
+            if chunk.kind == DELETES_KIND or (chunk.sequence and chunk.sequence < chunk.commit):
+                continue  # position deletes, and compactions, which change no row: a stream shows additions
+            records.extend(self._live_records(chunk, None) if self.layout.is_keyed else self.read_chunk(chunk))
         return cut, records
 
     def tail(self, position: int = 0, poll_interval: float = 1.0, *, stop: threading.Event | None = None,
@@ -253,13 +371,16 @@ class StreamReader:
 
     def _columnar(self, chunk: Chunk) -> pa.Table:
         table, encoding_id = read_columnar_chunk(self.location, chunk.path)
+        return self._resolve(table, encoding_id, chunk.path)
+
+    def _resolve(self, table: pa.Table, encoding_id: int, path: str) -> pa.Table:
         fields = self._reader_fields
         if fields is None:
             return table
         writer = self.registry.encoding_info(self.group, EncodingId(encoding_id)).schema
         if self.reader_schema is not None and writer.data == self.reader_schema.data:
             return table.select([f["name"] for f in fields])
-        return self._resolve_columns(table, fields, chunk.path)
+        return self._resolve_columns(table, fields, path)
 
     def _resolve_columns(self, table: pa.Table, fields: list[dict[str, Any]], path: str) -> pa.Table:
         """``table``'s columns as the reader's fields: by name (or alias), promoted, defaults for the missing."""

@@ -6,6 +6,14 @@ order. ``flush()`` writes one chunk file per segment that holds events and makes
 visible in ONE commit. Every commit carries the writer's id and a sequence number that is
 only advanced once the server has acknowledged the commit, so re-sending a commit whose answer
 was lost (a timeout, a dropped connection) is a no-op on the server: exactly once.
+
+On a primary-key table (docs/changelog-tables.md) the writer writes changes by key instead:
+``upsert``/``write`` a record, ``delete`` a key, or ``write_changes`` Arrow rows with their row
+kinds. They are pre-merged per commit (a key appears once: its last change wins; under the
+``partial-update`` merge engine the non-null fields of a key's upserts are merged, and a delete
+followed by upserts stays a delete then one upsert; a table with a ``sequence.field`` keeps every
+change, for readers to order) and written by ``flush`` as one change chunk (a columnar chunk whose
+``_streamcat_op`` column says upsert or delete per row; without deletes, a plain columnar chunk).
 """
 
 from __future__ import annotations
@@ -14,21 +22,31 @@ import struct
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import requests
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
+from catalog_api.streams.changes import (
+    DELETE,
+    MERGE_ENGINE,
+    MERGE_ENGINES,
+    SEQUENCE_FIELD,
+    UPSERT,
+    primary_key,
+    write_change_chunk,
+)
 from catalog_api.streams.chunks import write_columnar_chunk, write_framed_event_chunk
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from registry.client import RegistryClient
-from registry.errors import StreamcatError
+from registry.errors import NotFound, StreamcatError
 from registry.model import NO_CODEC, SchemaInfo
 from registry.serde import Serializer
 from registry.serde.wire import HEADER_SIZE, PROTOCOL_VERSION, check_header, encoding_id_of_key
@@ -108,6 +126,90 @@ def segment_of(routing_key: str | bytes, segments: int) -> int:
     return zlib.crc32(raw) % segments
 
 
+@dataclass(frozen=True)
+class KeyedLayout:
+    """What a writer needs to know of a primary-key table: its key, sequence field and merge engine."""
+
+    key: tuple[str, ...]
+    sequence_field: str | None = None
+    merge_engine: str = "deduplicate"
+
+    @classmethod
+    def of(cls, properties: dict[str, str]) -> KeyedLayout | None:
+        """The layout a table's properties declare; None for an append table."""
+        key = primary_key(properties)
+        if not key:
+            return None
+        engine = properties.get(MERGE_ENGINE) or "deduplicate"
+        if engine not in MERGE_ENGINES:
+            raise ValueError(f"unknown merge engine {engine!r}; one of {', '.join(MERGE_ENGINES)}")
+        return cls(key, properties.get(SEQUENCE_FIELD) or None, engine)
+
+
+def change_schema(schema: pa.Schema, key: Sequence[str]) -> pa.Schema:
+    """The schema of a table's change chunks: key columns non-null, every other column nullable (a delete
+    row carries only its key)."""
+    missing = [k for k in key if k not in schema.names]
+    if missing:
+        raise ValueError(f"the table's schema lacks its key columns {missing}")
+    return pa.schema([f.with_nullable(f.name not in key) for f in schema])
+
+
+def premerge(table: pa.Table, ops: pa.Array | None, layout: KeyedLayout) -> tuple[pa.Table, pa.Array | None]:
+    """The changes of one commit, pre-merged as docs/changelog-tables.md wants them written.
+
+    ``table`` holds the changes in write order (``ops``: their row kinds, None for all upserts). Under
+    ``deduplicate`` each key keeps its last change; under ``partial-update`` a key's upserts merge
+    (non-null fields overwrite) and a delete among them stays first (delete, then the merged upserts
+    after it); with a ``sequence.field`` nothing is merged. The returned ops are None when no row deletes.
+    """
+    if layout.sequence_field is not None or table.num_rows <= 1:
+        return table, _no_upsert_only(ops)
+    if layout.merge_engine == "partial-update":
+        return _premerge_partial(table, ops, layout.key)
+    keys = table.select(list(layout.key)).append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    last = keys.group_by(list(layout.key), use_threads=False).aggregate([("__row", "max")])
+    if last.num_rows == table.num_rows:
+        return table, _no_upsert_only(ops)
+    rows = pc.sort_indices(last.column("__row_max"))
+    rows = pc.take(last.column("__row_max"), rows)
+    return table.take(rows), _no_upsert_only(None if ops is None else ops.take(rows))
+
+
+def _no_upsert_only(ops: pa.Array | None) -> pa.Array | None:
+    """``ops``, or None when every row upserts (the chunk then needs no row-kind column)."""
+    if ops is None or not pc.any(pc.equal(ops, DELETE)).as_py():
+        return None
+    return ops
+
+
+def _premerge_partial(table: pa.Table, ops: pa.Array | None, key: Sequence[str]) -> tuple[pa.Table, pa.Array | None]:
+    rows = table.to_pylist()
+    kinds = [UPSERT] * len(rows) if ops is None else ops.to_pylist()
+    # per key: (deleted in this commit, merged upsert or None), in order of the key's first change
+    merged: dict[tuple[Any, ...], tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+    for row, kind in zip(rows, kinds, strict=True):
+        ident = tuple(row[k] for k in key)
+        deleted, upsert = merged.get(ident, (None, None))
+        if kind == DELETE:
+            merged[ident] = (row, None)
+        elif upsert is None:
+            merged[ident] = (deleted, row)
+        else:
+            merged[ident] = (deleted, {c: (v if v is not None else upsert[c]) for c, v in row.items()})
+    out_rows: list[dict[str, Any]] = []
+    out_ops: list[int] = []
+    for deleted, upsert in merged.values():
+        if deleted is not None:
+            out_rows.append(deleted)
+            out_ops.append(DELETE)
+        if upsert is not None:
+            out_rows.append(upsert)
+            out_ops.append(UPSERT)
+    result = pa.Table.from_pylist(out_rows, schema=table.schema)
+    return result, _no_upsert_only(pa.array(out_ops, pa.int8()))
+
+
 class StreamWriter:
     """Writes events to a stream: ``write`` buffers, ``flush`` makes buffered events visible atomically.
 
@@ -160,14 +262,36 @@ class StreamWriter:
         self._in_doubt: _Attempt | None = None
         self._in_transaction = False
         self._closed = False
+        # A primary-key table takes changes by key, pre-merged per commit (see the module's docstring).
+        self.layout = KeyedLayout.of(self._table_properties())
+        if self.layout is not None and self.serializer is None:
+            latest = self.registry.latest_schemas(group or stream)
+            if len(latest) != 1:
+                raise ValueError(f"{scope}.{stream}'s group has {len(latest)} latest schemas; pass schema=")
+            self.serializer = Serializer(self.registry, group or stream, latest[0].schema, codec, register=False)
+        self._change_rows: list[dict[str, Any]] = []
+        self._change_ops: list[int] = []
+        self._change_pieces: list[tuple[pa.Table, pa.Array | None]] = []
+        self._change_count = 0
+        self._change_schema: pa.Schema | None = None
+
+    def _table_properties(self) -> dict[str, str]:
+        try:
+            return dict(self.catalog.get_table(self.scope, self.stream)["properties"])
+        except NotFound:
+            return {}  # a stream that is no table
 
     # -- writing ---------------------------------------------------------------------------------
 
     def write(self, event: Any, routing_key: str | bytes | None = None, event_time: int | None = None) -> None:
         """Buffer one event: a record (serialized with the writer's serializer) or wire-format bytes.
 
-        ``event_time`` (epoch milliseconds) feeds the chunk's min/max event time.
+        ``event_time`` (epoch milliseconds) feeds the chunk's min/max event time. On a primary-key
+        table this is :meth:`upsert` (and ``routing_key`` and ``event_time`` do not apply).
         """
+        if self.layout is not None:
+            self.upsert(event)
+            return
         if routing_key is None:
             segment = self._sticky
         else:
@@ -262,8 +386,12 @@ class StreamWriter:
         buffered events; readers see its rows among the events, in write order within the segment
         (``segment``, by default the one the writer's unkeyed events go to). The columns must be
         those of the schema (extra columns are dropped, types are cast to the schema's Arrow form).
-        This is the fast path for bulk data: no per-row serialization on either side.
+        This is the fast path for bulk data: no per-row serialization on either side. On a
+        primary-key table the rows upsert their keys (:meth:`write_changes`).
         """
+        if self.layout is not None:
+            self.write_changes(table)
+            return
         if self._closed:
             raise ValueError("the writer is closed")
         if not isinstance(self.serializer, Serializer):
@@ -286,9 +414,7 @@ class StreamWriter:
             self._write_chunk(segment)  # events written before the table go before it
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
         stats = write_columnar_chunk(self.location, path, rows, self.serializer.encoding_id)
-        self._written.append(Chunk(path=path, kind="columnar", segment=segment, event_count=stats.event_count,
-                                   bytes=stats.bytes, encoding_ids=tuple(sorted(stats.encoding_ids)),
-                                   stats=stats.stats))
+        self._written.append(stats.columnar(path, segment=segment))
 
     def write_chunks(self) -> list[Chunk]:
         """Write every non-empty segment buffer to a chunk file, without committing; the chunks pending commit.
@@ -296,10 +422,137 @@ class StreamWriter:
         ``flush`` calls this and then commits; on its own it is the first half of a commit (files
         on storage that nobody sees until a commit lists them).
         """
+        if self._change_count:
+            self._write_change_chunk()
         for segment, buffer in enumerate(self._buffers):
             if buffer.count:
                 self._write_chunk(segment)
         return list(self._written)
+
+    # -- changes by key (primary-key tables) -------------------------------------------------------
+
+    def _keyed(self, what: str) -> KeyedLayout:
+        if self._closed:
+            raise ValueError("the writer is closed")
+        if self.layout is None:
+            raise TypeError(f"{what} is for primary-key tables; {self.scope}.{self.stream} has no primary key")
+        return self.layout
+
+    def upsert(self, record: dict[str, Any]) -> None:
+        """Buffer an upsert of ``record``'s key: the record (a dict in the table's schema; missing fields
+        are null) replaces the key's row, or under ``partial-update`` its non-null fields overwrite."""
+        layout = self._keyed("upsert")
+        if not isinstance(record, dict):
+            raise TypeError(f"a primary-key table takes records as dicts, not {type(record).__name__}")
+        for column in layout.key:
+            if record.get(column) is None:
+                raise ValueError(f"the record has no value for key column {column!r}")
+        self._change_rows.append(record)
+        self._change_ops.append(UPSERT)
+        self._changed(1)
+
+    def delete(self, key: Any) -> None:
+        """Buffer a delete of a key, given as a dict holding the key columns (other fields are ignored),
+        a tuple of the key's values in key order, or the value of a one-column key."""
+        layout = self._keyed("delete")
+        if isinstance(key, dict):
+            values = tuple(key.get(column) for column in layout.key)
+        elif isinstance(key, tuple):
+            if len(key) != len(layout.key):
+                raise ValueError(f"the key is {layout.key}: {len(layout.key)} values, not {len(key)}")
+            values = key
+        elif len(layout.key) == 1:
+            values = (key,)
+        else:
+            raise TypeError(f"the key is {layout.key}: give a tuple or a dict")
+        if any(v is None for v in values):
+            raise ValueError(f"a delete needs every key column {layout.key}, got {values}")
+        self._change_rows.append(dict(zip(layout.key, values, strict=True)))
+        self._change_ops.append(DELETE)
+        self._changed(1)
+
+    def write_changes(self, table: pa.Table | pa.RecordBatch, ops: pa.Array | Sequence[int] | None = None) -> None:
+        """Buffer changes given as Arrow rows: ``table`` in the table's columns (missing non-key columns are
+        null; extra columns are dropped), ``ops`` one ``UPSERT``/``DELETE`` (0/1) per row (None: all upsert).
+
+        The fast path of producers that hold changes column-wise (CDC ingest): pre-merged with the other
+        changes of the commit at ``flush``, in write order.
+        """
+        layout = self._keyed("write_changes")
+        rows = pa.Table.from_batches([table]) if isinstance(table, pa.RecordBatch) else table
+        schema = self.changes_schema()
+        columns = []
+        for field in schema:
+            if field.name in rows.column_names:
+                column = rows.column(field.name)
+                try:
+                    columns.append(column.cast(field.type) if column.type != field.type else column)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+                    raise ValueError(f"column {field.name!r} ({column.type}) does not fit {field.type}: {e}") from e
+            elif field.name in layout.key:
+                raise ValueError(f"the changes lack key column {field.name!r}")
+            else:
+                columns.append(pa.nulls(rows.num_rows, field.type))
+        conformed = pa.Table.from_arrays(columns, schema=schema)
+        for column in layout.key:
+            if conformed.column(column).null_count:
+                raise ValueError(f"key column {column!r} holds nulls")
+        kinds: pa.Array | None = None
+        if ops is not None:
+            kinds = ops.cast(pa.int8()) if isinstance(ops, pa.Array) else pa.array(ops, pa.int8())
+            if len(kinds) != rows.num_rows:
+                raise ValueError(f"{len(kinds)} row kinds for {rows.num_rows} rows")
+            if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array([UPSERT, DELETE], pa.int8()))).as_py():
+                raise ValueError(f"row kinds are {UPSERT} (upsert) or {DELETE} (delete)")
+        self._rows_to_piece()  # changes written before these go before them
+        self._change_pieces.append((conformed, kinds))
+        self._changed(rows.num_rows)
+
+    def changes_schema(self) -> pa.Schema:
+        """The Arrow schema of this primary-key table's change rows: the table's columns, only the key non-null."""
+        if self._change_schema is None:
+            if not isinstance(self.serializer, Serializer):
+                raise TypeError("a primary-key table's writer needs the table's schema: pass schema= or a Serializer")
+            target = arrow_schema(self.serializer.schema)
+            if target is None:
+                raise TypeError("changes need an Avro record schema whose fields all have an Arrow type")
+            assert self.layout is not None
+            self._change_schema = change_schema(target, self.layout.key)
+        return self._change_schema
+
+    def _changed(self, count: int) -> None:
+        self._change_count += count
+        if self._change_count >= self.max_chunk_events and not self._in_transaction:
+            self.flush()
+
+    def _rows_to_piece(self) -> None:
+        if not self._change_rows:
+            return
+        schema = self.changes_schema()
+        loose = pa.schema([f.with_nullable(True) for f in schema])
+        try:
+            table = pa.Table.from_pylist(self._change_rows, schema=loose)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+            raise ValueError(f"records do not fit the table's columns {schema}: {e}") from e
+        ops = pa.array(self._change_ops, pa.int8())
+        self._change_rows, self._change_ops = [], []
+        self._change_pieces.append((table.cast(schema), ops))
+
+    def _write_change_chunk(self) -> None:
+        assert self.layout is not None
+        assert isinstance(self.serializer, Serializer)
+        self._rows_to_piece()
+        pieces, self._change_pieces, self._change_count = self._change_pieces, [], 0
+        table = pa.concat_tables([t for t, _ in pieces])
+        ops: pa.Array | None = None
+        if any(o is not None for _, o in pieces):
+            ops = pa.concat_arrays([o if o is not None else pa.array([UPSERT] * t.num_rows, pa.int8())
+                                    for t, o in pieces])
+        table, ops = premerge(table, ops, self.layout)
+        segment = self._sticky
+        path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
+        stats = write_change_chunk(self.location, path, table, ops, self.serializer.encoding_id)
+        self._written.append(stats.columnar(path, segment=segment))
 
     # -- committing ------------------------------------------------------------------------------
 
@@ -333,14 +586,26 @@ class StreamWriter:
         return self._sequence + 1
 
     def _last_committed_sequence(self) -> int:
-        last, after = 0, 0
+        last = self.last_commit()
+        return 0 if last is None else int(last["writerSequence"])
+
+    def last_commit(self) -> dict[str, Any] | None:
+        """The commit of this writer id with the highest sequence (the REST commit shape), or None.
+
+        What a restarted producer resumes from: its ``properties`` hold what the producer recorded
+        with it (a CDC ingest records the source position of the last change it applied).
+        """
+        found: dict[str, Any] | None = None
+        after = 0
         while True:
             page = self.catalog.commits(self.scope, self.stream, after=after)
             for commit in page:
-                if commit.get("writerId") == self.writer_id:
-                    last = max(last, int(commit["writerSequence"]))
+                if commit.get("writerId") == self.writer_id and (
+                    found is None or int(commit["writerSequence"]) > int(found["writerSequence"])
+                ):
+                    found = commit
             if len(page) < 1000:
-                return last
+                return found
             after = int(page[-1]["number"])
 
     def _send(self, attempt: _Attempt) -> dict[str, Any]:
@@ -400,6 +665,7 @@ class StreamWriter:
     def abort(self) -> None:
         """Drop buffered events and delete chunk files written but not committed."""
         self._buffers = [_Buffer() for _ in range(self.segments)]
+        self._change_rows, self._change_ops, self._change_pieces, self._change_count = [], [], [], 0
         written, self._written = self._written, []
         self._discard(written)
 
@@ -408,7 +674,8 @@ class StreamWriter:
     @property
     def buffered(self) -> int:
         """Events written but not yet committed."""
-        return sum(b.count for b in self._buffers) + sum(c.event_count for c in self._written)
+        return (sum(b.count for b in self._buffers) + sum(c.event_count for c in self._written)
+                + self._change_count)
 
     def close(self) -> None:
         """Flush what is buffered and refuse further writes."""
@@ -433,4 +700,5 @@ class StreamWriter:
         self._in_place = None
 
 
-__all__ = ["CommitInDoubt", "RecordSerializer", "StreamWriter", "segment_of"]
+__all__ = ["CommitInDoubt", "KeyedLayout", "RecordSerializer", "StreamWriter", "change_schema", "premerge",
+           "segment_of"]

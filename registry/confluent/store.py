@@ -33,7 +33,7 @@ from registry.confluent.model import (
     VersionEntry,
 )
 from registry.confluent.orm import ConfigRow, ReferenceRow, RegisteredTextRow, VersionPinRow
-from registry.db import Transactions, now_ms
+from registry.db import Transactions, now_ms, retried
 from registry.formats.base import ParsedSchema
 from registry.ids import GroupName, Namespace, TypeName
 from registry.model import Compatibility, GroupProperties, SchemaInfo, SerializationFormat
@@ -404,7 +404,8 @@ class SqlConfluentStore:
         context = found.get((subject.namespace, ""), empty) if subject.namespace else empty
         return Configs(subject_values, context, found.get(("", ""), empty))
 
-    def set_config(self, subject: Subject, **values: Any) -> None:
+    @retried
+    def set_config(self, /, subject: Subject, **values: Any) -> None:
         """Set (a value None: clear) ``compatibility``, ``normalize`` or ``mode`` of one scope:
         a subject, a context (``subject.name`` empty), the registry (both empty)."""
         with self._write() as session:
@@ -426,6 +427,7 @@ class SqlConfluentStore:
         if row.compatibility is None and row.normalize is None and row.mode is None:
             session.delete(row)
 
+    @retried
     def set_level(self, subject: Subject, level: str | None, policy: Compatibility, followers: FollowRule) -> None:
         """Set (None: clear) a scope's compatibility level, and apply ``policy`` to the groups it
         governs, in one transaction: for a subject, its group; for a context or the registry,
@@ -470,6 +472,7 @@ class SqlConfluentStore:
 
     # -- registration -----------------------------------------------------------------------
 
+    @retried
     def register(
         self, subject: Subject, new: NewVersion, create: GroupProperties, check: RegisterCheck
     ) -> Registration:
@@ -628,6 +631,7 @@ class SqlConfluentStore:
 
     # -- deletes ----------------------------------------------------------------------------
 
+    @retried
     def soft_delete(self, subject: Subject, numbers: Sequence[int], check: DeleteCheck) -> None:
         """Mark the subject's versions ``numbers`` deleted (kept, numbers and ids never reused)."""
         with self._write() as session:
@@ -641,6 +645,7 @@ class SqlConfluentStore:
                 update(VersionRow).where(VersionRow.id.in_([e.row_id for e in chosen])).values(deleted=True)
             )
 
+    @retried
     def hard_delete(self, subject: Subject, numbers: Sequence[int] | None, check: DeleteCheck) -> None:
         """Delete versions for good (None: the whole subject, its group and its subject-level
         configuration). The versions after a deleted one keep their numbers (pinned)."""

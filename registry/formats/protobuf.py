@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cachetools import LRUCache
-from google.protobuf import descriptor_pb2, json_format
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format
 from google.protobuf.message import DecodeError
 
 from registry.errors import Busy, InvalidSchema
@@ -344,3 +344,26 @@ class ProtobufFormat(SchemaFormat):
 
     def describe(self, schema: ParsedSchema) -> str:
         return json_format.MessageToJson(schema.parsed, indent=None)
+
+
+def well_known_file(name: str) -> descriptor_pb2.FileDescriptorProto | None:
+    """The file of a Protobuf well-known type (``google/protobuf/timestamp.proto``...), which schemas may
+    import without sending; None if ``name`` is not one."""
+    # Importing the generated modules registers their files in the default pool.
+    from google.protobuf import (  # noqa: F401
+        any_pb2,
+        duration_pb2,
+        empty_pb2,
+        field_mask_pb2,
+        struct_pb2,
+        timestamp_pb2,
+        wrappers_pb2,
+    )
+
+    try:
+        found = descriptor_pool.Default().FindFileByName(name)
+    except KeyError:
+        return None
+    proto = descriptor_pb2.FileDescriptorProto()
+    found.CopyToProto(proto)
+    return proto

@@ -26,12 +26,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool
+from google.protobuf import descriptor_pb2
 from google.protobuf.message import DecodeError
 
 from registry.errors import NotFound
 from registry.formats import get_format
 from registry.formats.base import ParsedSchema
+from registry.formats.protobuf import well_known_file
 from registry.ids import SchemaId, TypeName
 from registry.model import SchemaInfo, SerializationFormat
 from registry.serde.base import PAYLOAD_ERRORS, Decode, Encode, ReadOptions, record_format
@@ -291,23 +292,9 @@ def _with_well_known(main: descriptor_pb2.FileDescriptorProto,
 
 
 def _well_known(name: str, needed_by: str) -> descriptor_pb2.FileDescriptorProto:
-    # Importing the generated modules registers their files in the default pool.
-    from google.protobuf import (  # noqa: F401
-        any_pb2,
-        duration_pb2,
-        empty_pb2,
-        field_mask_pb2,
-        struct_pb2,
-        timestamp_pb2,
-        wrappers_pb2,
-    )
-
-    try:
-        found = descriptor_pool.Default().FindFileByName(name)
-    except KeyError:
-        raise SerdeError(f"Protobuf schema: {needed_by} imports {name}, which the registry did not send") from None
-    proto = descriptor_pb2.FileDescriptorProto()
-    found.CopyToProto(proto)
+    proto = well_known_file(name)
+    if proto is None:
+        raise SerdeError(f"Protobuf schema: {needed_by} imports {name}, which the registry did not send")
     return proto
 
 

@@ -11,6 +11,7 @@ from google.protobuf.descriptor import FileDescriptor
 from google.protobuf.message import EncodeError, Message
 
 from registry.formats.base import ParsedSchema
+from registry.formats.protobuf import well_known_file
 from registry.ids import TypeName
 from registry.model import SchemaInfo, SerializationFormat
 from registry.serde.base import Decode, Encode, ReadOptions, RecordFormat
@@ -38,22 +39,9 @@ def _add_files(pool: descriptor_pool.DescriptorPool, fds: descriptor_pb2.FileDes
 
 def _well_known_file(name: str, needed_by: str) -> descriptor_pb2.FileDescriptorProto:
     # A descriptor set may leave out google/protobuf/*.proto; the protobuf runtime has them.
-    from google.protobuf import (  # noqa: F401  (importing registers them in the default pool)
-        any_pb2,
-        duration_pb2,
-        empty_pb2,
-        field_mask_pb2,
-        struct_pb2,
-        timestamp_pb2,
-        wrappers_pb2,
-    )
-
-    try:
-        found: FileDescriptor = descriptor_pool.Default().FindFileByName(name)
-    except KeyError:
-        raise SerdeError(f"Protobuf schema: {needed_by} imports {name}, which the descriptor set lacks") from None
-    proto = descriptor_pb2.FileDescriptorProto()
-    found.CopyToProto(proto)
+    proto = well_known_file(name)
+    if proto is None:
+        raise SerdeError(f"Protobuf schema: {needed_by} imports {name}, which the descriptor set lacks")
     return proto
 
 

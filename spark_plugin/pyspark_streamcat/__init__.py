@@ -65,11 +65,18 @@ class DefaultSource(DataSource):
         return StreamReader(SourceOptions.parse(self.options).resolved(), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        """A batch writer (``overwrite`` for INSERT OVERWRITE and ``mode("overwrite")``)."""
+        """A batch writer (``overwrite`` for INSERT OVERWRITE and ``mode("overwrite")``); with the option
+        ``streamcat.rowlevel``, the writer of a DELETE/UPDATE/MERGE statement (``schema`` is then the
+        change schema); with ``streamcat.compact.base``, the writer of a compaction."""
         from .options import SourceOptions
-        from .writer import BatchWriter
+        from .writer import BatchWriter, CompactionWriter, RowLevelWriter
 
-        return BatchWriter(SourceOptions.parse(self.options).resolved(), schema, overwrite)
+        options = SourceOptions.parse(self.options).resolved()
+        if options.row_level is not None:
+            return RowLevelWriter(options, schema)
+        if options.compact_base is not None:
+            return CompactionWriter(options, schema)
+        return BatchWriter(options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """A streaming writer (``overwrite`` in complete output mode)."""

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 DEFAULT_ROWS_PER_CHUNK = 1_000_000
 #: Rows a read task aims for when it groups small chunks into one partition.
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
+#: The statements a row-level write (``streamcat.rowlevel``) can come from.
+ROW_LEVEL_OPERATIONS = ("delete", "update", "merge")
 
 
 class OptionError(ValueError):
@@ -65,6 +67,13 @@ class SourceOptions:
     starting_commit: str = "earliest"
     rows_per_chunk: int = DEFAULT_ROWS_PER_CHUNK
     rows_per_partition: int = DEFAULT_ROWS_PER_PARTITION
+    #: a row-level write (DELETE/UPDATE/MERGE): which statement, and the cut its scan read
+    row_level: str | None = None
+    read_cut: int | None = None
+    #: a compaction written by Spark: the base cut whose merged rows the write holds
+    compact_base: int | None = None
+    #: a change-feed scan (B1, reading.py parses them): the raw ``streamcat.changes.*`` options
+    changes: dict[str, str] = field(default_factory=dict)
     #: what the clients present to the server (the catalog passes its own: ``token`` or ``user`` and
     #: ``password``, ``ca-bundle``, ``client-cert``, ``client-key``); not shown by repr
     credentials: Credentials = field(default_factory=Credentials, repr=False)
@@ -111,6 +120,10 @@ class SourceOptions:
             credentials = Credentials.from_options(opts)
         except ValueError as e:
             raise OptionError(str(e)) from None
+        row_level = (opts.get("streamcat.rowlevel") or "").strip().lower() or None
+        if row_level is not None and row_level not in ROW_LEVEL_OPERATIONS:
+            raise OptionError(f"option streamcat.rowlevel must be one of {', '.join(ROW_LEVEL_OPERATIONS)}, "
+                              f"not {row_level!r}")
         starting = (opts.get("startingcommit") or "earliest").strip().lower()
         if starting not in ("earliest", "latest"):
             _int(opts, "startingcommit", minimum=1)
@@ -131,6 +144,10 @@ class SourceOptions:
             rows_per_chunk=_int(opts, "rowsperchunk", DEFAULT_ROWS_PER_CHUNK, minimum=1) or DEFAULT_ROWS_PER_CHUNK,
             rows_per_partition=(_int(opts, "rowsperpartition", DEFAULT_ROWS_PER_PARTITION, minimum=1)
                                 or DEFAULT_ROWS_PER_PARTITION),
+            row_level=row_level,
+            read_cut=_int(opts, "streamcat.readcut"),
+            compact_base=_int(opts, "streamcat.compact.base"),
+            changes={k: v for k, v in opts.items() if k.startswith("streamcat.changes.")},
             credentials=credentials,
         )
 

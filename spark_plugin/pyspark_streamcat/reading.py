@@ -1,18 +1,46 @@
-"""Reading chunks as Arrow batches in the table's current schema: the executor side of every scan."""
+"""Reading chunks as Arrow batches in the table's current schema: the executor side of every scan.
+
+Three kinds of read task (docs/changelog-tables.md):
+
+* :class:`ChunkPartition`: chunks read one after the other (append tables, with their position
+  deletes applied; a primary-key table that is one compaction's output; streaming micro-batches);
+* :class:`MergePartition`: one key range of a primary-key table, merged
+  (``catalog_api.streams.merge``): every chunk whose key statistics overlap the range is read, its
+  rows outside the range dropped, and the rest merged, so the tasks share the merge work;
+* :class:`FeedPartition`: the change feed of commits, of one key range (primary-key tables) or of
+  a few commits (append tables).
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import InputPartition
-from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from catalog_api.model import Chunk
+from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN, UPSERT
+from catalog_api.streams.merge import TableLayout
 from registry.credentials import Credentials
 
 from .arrow import conform_batch, empty_columns, records_to_batches, spark_arrow_schema
@@ -21,6 +49,10 @@ from .pruning import may_match
 
 #: Rows per Arrow batch read from a columnar chunk.
 PARQUET_BATCH_ROWS = 131_072
+#: The metadata columns of an append table's scan: the row's chunk and its position in it.
+CHUNK_COLUMN, POS_COLUMN = "_chunk", "_pos"
+#: Points each chunk's key range is sampled at when key ranges are planned.
+_SAMPLES = 16
 
 
 @dataclass(frozen=True)
@@ -31,42 +63,214 @@ class ChunkRef:
     kind: str
     rows: int
     commit: int
+    sequence: int = 0
+
+
+def _ref(chunk: Chunk) -> ChunkRef:
+    return ChunkRef(chunk.path, chunk.kind, chunk.event_count, chunk.commit, chunk.sequence or chunk.commit)
 
 
 class ChunkPartition(InputPartition):
-    """One read task: a few chunks, read one after the other."""
+    """One read task: a few chunks, read one after the other.
 
-    def __init__(self, index: int, chunks: Sequence[ChunkRef]) -> None:
+    ``deletes``: the position-deletes chunks visible at the cut (append tables); ``upserts_only``: drop
+    the delete rows of change chunks (a streaming read of a primary-key table).
+    """
+
+    def __init__(self, index: int, chunks: Sequence[ChunkRef], deletes: Sequence[str] = (),
+                 upserts_only: bool = False) -> None:
         super().__init__(index)
         self.chunks = list(chunks)
+        self.deletes = list(deletes)
+        self.upserts_only = upserts_only
 
     def __repr__(self) -> str:
         return f"ChunkPartition({self.value}, {len(self.chunks)} chunks)"
 
 
-def prune(chunks: Sequence[Chunk], filters: Sequence[dict[str, Any]]) -> list[Chunk]:
-    """The chunks whose statistics do not rule the filters out."""
+@dataclass(frozen=True)
+class KeyRange:
+    """Rows whose first key column lies in [low, high) (None: unbounded)."""
+
+    column: str
+    low: Any = None
+    high: Any = None
+
+    def mask(self, table: pa.Table) -> pa.Array | None:
+        """Which rows of ``table`` lie in the range (None: all)."""
+        if self.low is None and self.high is None:
+            return None
+        column = table.column(self.column)
+        conditions = []
+        if self.low is not None:
+            conditions.append(pc.greater_equal(column, pa.scalar(self.low, column.type)))
+        if self.high is not None:
+            conditions.append(pc.less(column, pa.scalar(self.high, column.type)))
+        mask = conditions[0] if len(conditions) == 1 else pc.and_(*conditions)
+        return pc.fill_null(mask, False)
+
+    def overlaps(self, stats: dict[str, Any] | None) -> bool:
+        """Whether a chunk of these statistics may hold a key in the range."""
+        bounds = ((stats or {}).get("columns") or {}).get(self.column) or {}
+        if "min" not in bounds or "max" not in bounds:
+            return True
+        try:
+            return not ((self.high is not None and bounds["min"] >= self.high)
+                        or (self.low is not None and bounds["max"] < self.low))
+        except TypeError:
+            return True
+
+
+class MergePartition(InputPartition):
+    """One read task of a primary-key table: the merge of the keys in ``keys`` over ``chunks``."""
+
+    def __init__(self, index: int, chunks: Sequence[ChunkRef], keys: KeyRange, layout: TableLayout,
+                 table_schema: StructType) -> None:
+        super().__init__(index)
+        self.chunks = list(chunks)
+        self.keys = keys
+        self.layout = layout
+        self.table_schema = table_schema
+
+    def __repr__(self) -> str:
+        return f"MergePartition({self.value}, {self.keys.low!r}..{self.keys.high!r}, {len(self.chunks)} chunks)"
+
+
+class FeedPartition(InputPartition):
+    """One task of a change feed: the commits ``commits`` after the cut ``after`` (whose snapshot is
+    ``state``), for the keys in ``keys`` (primary-key tables; None: every row)."""
+
+    def __init__(self, index: int, after: int, state: Sequence[Chunk], commits: Sequence[Any],
+                 layout: TableLayout, table_schema: StructType, keys: KeyRange | None = None) -> None:
+        super().__init__(index)
+        self.after = after
+        self.state = list(state)
+        self.commits = list(commits)
+        self.layout = layout
+        self.table_schema = table_schema
+        self.keys = keys
+
+    def __repr__(self) -> str:
+        return f"FeedPartition({self.value}, after {self.after}, {len(self.commits)} commits)"
+
+
+def _filter_columns(condition: dict[str, Any]) -> set[str]:
+    if condition.get("op") in ("and", "or"):
+        return _filter_columns(condition["left"]) | _filter_columns(condition["right"])
+    return {str(condition.get("column", "")).lower()}
+
+
+def prune(chunks: Sequence[Chunk], filters: Sequence[dict[str, Any]], key: Sequence[str] = ()) -> list[Chunk]:
+    """The chunks whose statistics do not rule the filters out.
+
+    A primary-key table's chunk may be skipped only by filters on key columns: a chunk whose other
+    columns fail a filter may still hold the change that replaces (or deletes) a row that passes.
+    """
+    if key:
+        names = {k.lower() for k in key}
+        filters = [f for f in filters if _filter_columns(f) <= names]
     return [c for c in chunks if may_match(filters, c.stats, c.event_count)]
 
 
-def plan_partitions(chunks: Sequence[Chunk], rows_per_partition: int) -> list[ChunkPartition]:
+def plan_partitions(chunks: Sequence[Chunk], rows_per_partition: int, *, upserts_only: bool = False,
+                    with_deletes: bool = True) -> list[ChunkPartition]:
     """Chunks grouped into read tasks of about ``rows_per_partition`` rows, in commit order.
 
     A big chunk is a task of its own; small ones (a streaming writer's, a producer's) are
-    read together so that a thousand tiny commits do not become a thousand tasks.
+    read together so that a thousand tiny commits do not become a thousand tasks. Position-deletes
+    chunks are read by every task (each keeps the positions of its own chunks).
     """
     partitions: list[ChunkPartition] = []
     group: list[ChunkRef] = []
     rows = 0
+    deletes = [c.path for c in chunks if c.kind == DELETES_KIND] if with_deletes else []
     for chunk in chunks:
-        group.append(ChunkRef(chunk.path, chunk.kind, chunk.event_count, chunk.commit))
+        if chunk.kind == DELETES_KIND:
+            continue
+        group.append(_ref(chunk))
         rows += chunk.event_count
         if rows >= rows_per_partition:
-            partitions.append(ChunkPartition(len(partitions), group))
+            partitions.append(ChunkPartition(len(partitions), group, deletes, upserts_only))
             group, rows = [], 0
     if group:
-        partitions.append(ChunkPartition(len(partitions), group))
+        partitions.append(ChunkPartition(len(partitions), group, deletes, upserts_only))
     return partitions
+
+
+_RANGED_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, StringType)
+
+
+def key_ranges(chunks: Sequence[Chunk], column: str, kind: DataType | None, rows_per_partition: int) -> list[KeyRange]:
+    """Ranges of the first key column that split the rows of ``chunks`` into shares of about
+    ``rows_per_partition`` rows, estimated from the chunks' statistics (min and max of the column:
+    a numeric key is taken as spread evenly between them, a string key as sitting at both ends).
+    One range covering everything when the statistics cannot tell (a type without order
+    statistics, chunks without them) or the rows fit one share.
+    """
+    everything = [KeyRange(column)]
+    total = sum(c.event_count for c in chunks if c.kind != DELETES_KIND)
+    wanted = math.ceil(total / max(1, rows_per_partition))
+    if wanted <= 1 or not isinstance(kind, _RANGED_TYPES):
+        return everything
+    numeric = not isinstance(kind, StringType)
+    points: list[tuple[Any, float]] = []
+    for chunk in chunks:
+        if chunk.kind == DELETES_KIND or not chunk.event_count:
+            continue
+        bounds = (chunk.stats.get("columns") or {}).get(column) or {}
+        low, high = bounds.get("min"), bounds.get("max")
+        if low is None or high is None:
+            return everything
+        spread = numeric and low != high
+        values = [float(v) for v in np.linspace(float(low), float(high), _SAMPLES)] if spread else [low, high]
+        points += [(v, chunk.event_count / len(values)) for v in values]
+    points.sort(key=lambda p: p[0])
+    cuts: list[Any] = []
+    seen = 0.0
+    step = total / wanted
+    for (_value, weight), (following, _) in itertools.pairwise(points):
+        seen += weight
+        if seen >= step * (len(cuts) + 1) and len(cuts) < wanted - 1:
+            # cut at the next point, so that a chunk ending here stays whole below the cut
+            if isinstance(kind, (ByteType, ShortType, IntegerType, LongType)):
+                following = math.ceil(following)
+            if not cuts or following > cuts[-1]:
+                cuts.append(following)
+    if not cuts:
+        return everything
+    bounds_list = [None, *cuts, None]
+    return [KeyRange(column, bounds_list[i], bounds_list[i + 1]) for i in range(len(bounds_list) - 1)]
+
+
+def plan_merge(chunks: Sequence[Chunk], layout: TableLayout, table_schema: StructType,
+               rows_per_partition: int) -> list[MergePartition]:
+    """The read tasks of a primary-key table that needs a merge: one per key range."""
+    column = _field(table_schema, layout.key[0])
+    kind = column.dataType if column is not None else None
+    name = column.name if column is not None else layout.key[0]
+    partitions: list[MergePartition] = []
+    for keys in key_ranges(chunks, name, kind, rows_per_partition):
+        mine = [_ref(c) for c in chunks if c.kind != DELETES_KIND and keys.overlaps(c.stats)]
+        if mine:
+            partitions.append(MergePartition(len(partitions), mine, keys, layout, table_schema))
+    return partitions
+
+
+def _field(schema: StructType, name: str) -> StructField | None:
+    lowered = name.lower()
+    return next((f for f in schema.fields if f.name.lower() == lowered), None)
+
+
+def with_merge_columns(schema: StructType, table_schema: StructType, layout: TableLayout) -> StructType:
+    """``schema`` (a scan's columns) plus the key and sequence field columns it lacks, from the table's."""
+    fields = list(schema.fields)
+    have = {f.name.lower() for f in fields}
+    for name in layout.merge_columns():
+        found = _field(table_schema, name)
+        if found is not None and found.name.lower() not in have:
+            fields.append(found)
+            have.add(found.name.lower())
+    return StructType(fields)
 
 
 _deserializers: dict[tuple[str, str, str, int, Credentials], Any] = {}
@@ -100,36 +304,88 @@ class ChunkReader:
         self.options = options
         self.schema = schema
 
-    def read(self, partition: ChunkPartition) -> Iterator[pa.RecordBatch]:
-        """Every row of the partition's chunks, as batches of exactly Spark's Arrow schema."""
-        target = spark_arrow_schema(self.schema)
-        for chunk in partition.chunks:
-            if chunk.kind == "columnar":
-                yield from self._columnar(chunk, target)
-            else:
-                yield from self._events(chunk, target)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """Every row of the partition, as batches of exactly Spark's Arrow schema."""
+        if isinstance(partition, MergePartition):
+            return self._merged(partition)
+        if isinstance(partition, FeedPartition):
+            return self._feed(partition)
+        if isinstance(partition, ChunkPartition):
+            return self._chunks(partition)
+        return iter(())
 
-    def _columnar(self, chunk: ChunkRef, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    # -- chunks one after the other ----------------------------------------------------------------
+
+    def _chunks(self, partition: ChunkPartition) -> Iterator[pa.RecordBatch]:
+        target = spark_arrow_schema(self.schema)
+        meta = [name for name in (CHUNK_COLUMN, POS_COLUMN) if target.get_field_index(name) >= 0]
+        schema = StructType([f for f in self.schema.fields if f.name not in meta]) if meta else self.schema
+        data = spark_arrow_schema(schema) if meta else target
+        deleted: dict[str, pa.Array] = {}
+        if partition.deletes:
+            from catalog_api.streams.changes import read_position_deletes
+
+            mine = {c.path for c in partition.chunks}
+            deleted = {p: v for p, v in read_position_deletes(self.options.table_location, partition.deletes).items()
+                       if p in mine}
+        for chunk in partition.chunks:
+            gone = deleted.get(chunk.path)
+            offset = 0
+            for batch, ops in self._batches(chunk, schema, data, with_ops=partition.upserts_only):
+                rows = batch.num_rows
+                keep = None
+                if ops is not None and (ops != UPSERT).any():
+                    keep = ops == UPSERT
+                if gone is not None:
+                    positions = gone.to_numpy()
+                    positions = positions[(positions >= offset) & (positions < offset + rows)] - offset
+                    if len(positions):
+                        keep = np.ones(rows, dtype=bool) if keep is None else keep
+                        keep[positions] = False
+                if meta:
+                    batch = _with_position(batch, chunk.path, offset)
+                offset += rows
+                if keep is not None:
+                    batch = batch.filter(pa.array(keep))
+                yield conform_batch(batch, target)
+
+    def _batches(self, chunk: ChunkRef, schema: StructType, target: pa.Schema,
+                 with_ops: bool = False) -> Iterator[tuple[pa.RecordBatch, np.ndarray | None]]:
+        """The chunk's rows as batches of ``target`` (the Arrow form of ``schema``), with their row kinds
+        when ``with_ops`` asks and the chunk has them."""
+        if chunk.kind == "columnar":
+            yield from self._columnar(chunk, target, with_ops)
+        elif chunk.kind == "events":
+            yield from ((b, None) for b in self._events(chunk, schema, target))
+        else:
+            raise ValueError(f"chunk {chunk.path} is of kind {chunk.kind!r}, which holds no rows")
+
+    def _columnar(self, chunk: ChunkRef, target: pa.Schema,
+                  with_ops: bool = False) -> Iterator[tuple[pa.RecordBatch, np.ndarray | None]]:
         from catalog_api import storage
 
         fs, root = storage.resolve(self.options.table_location)
         with fs.open_input_file(f"{root}/{chunk.path}") as source:
             parquet = pq.ParquetFile(source)
-            if not len(target):
-                yield empty_columns(parquet.metadata.num_rows)
-                return
             present = {name.lower(): name for name in parquet.schema_arrow.names}
             columns = [present[f.name.lower()] for f in target if f.name.lower() in present]
-            if not columns:
-                # None of the wanted columns existed when this chunk was written: all null.
+            op = OP_COLUMN if with_ops and OP_COLUMN in parquet.schema_arrow.names else None
+            if not columns and op is None:
+                # No wanted column existed when this chunk was written (or none is wanted): rows only.
                 for group in range(parquet.num_row_groups):
                     rows = parquet.metadata.row_group(group).num_rows
-                    yield conform_batch(empty_columns(rows), target)
+                    batch = empty_columns(rows)
+                    yield (batch if not len(target) else conform_batch(batch, target)), None
                 return
-            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=columns):
-                yield conform_batch(batch, target)
+            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS,
+                                              columns=columns + ([op] if op else [])):
+                ops = None
+                if op is not None:
+                    ops = batch.column(op).fill_null(UPSERT).to_numpy(zero_copy_only=False)
+                    batch = batch.drop_columns([op])
+                yield (conform_batch(batch, target) if len(target) else empty_columns(batch.num_rows)), ops
 
-    def _events(self, chunk: ChunkRef, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def _events(self, chunk: ChunkRef, schema: StructType, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         from catalog_api.streams.chunks import read_event_chunk
 
         events = read_event_chunk(self.options.table_location, chunk.path)
@@ -137,4 +393,75 @@ class ChunkReader:
             yield empty_columns(sum(1 for _ in events))
             return
         records = _deserializer(self.options).deserialize_many(bytes(e) for e in events)
-        yield from records_to_batches(records, self.schema, target, self.options.format or "avro")
+        yield from records_to_batches(records, schema, target, self.options.format or "avro")
+
+    def chunk_table(self, chunk: ChunkRef | Chunk, schema: StructType, keys: KeyRange | None = None) -> pa.Table:
+        """Every row of a chunk under ``schema`` plus its row kinds (``OP_COLUMN``), optionally only the
+        rows whose key lies in ``keys``: what the merge and the change feed work on."""
+        ref = chunk if isinstance(chunk, ChunkRef) else _ref(chunk)
+        target = spark_arrow_schema(schema)
+        batches, kinds = [], []
+        for batch, ops in self._batches(ref, schema, target, with_ops=True):
+            batches.append(batch)
+            kinds.append(ops if ops is not None else np.zeros(batch.num_rows, dtype=np.int8))
+        table = pa.Table.from_batches(batches, schema=target)
+        table = table.append_column(OP_COLUMN, pa.array(np.concatenate(kinds) if kinds else np.zeros(0, np.int8),
+                                                        pa.int8()))
+        mask = keys.mask(table) if keys is not None else None
+        return table if mask is None else table.filter(mask)
+
+    # -- primary-key tables ------------------------------------------------------------------------
+
+    def _merged(self, partition: MergePartition) -> Iterator[pa.RecordBatch]:
+        from catalog_api.streams.merge import merge_changes
+
+        target = spark_arrow_schema(self.schema)
+        schema = with_merge_columns(self.schema, partition.table_schema, partition.layout)
+        tables = [self.chunk_table(c, schema, partition.keys) for c in partition.chunks]
+        merged = merge_changes(tables, partition.layout, [c.sequence for c in partition.chunks])
+        if not len(target):
+            yield empty_columns(merged.num_rows)
+            return
+        for batch in merged.to_batches(max_chunksize=PARQUET_BATCH_ROWS):
+            yield conform_batch(batch, target)
+
+    # -- change feeds ------------------------------------------------------------------------------
+
+    def _feed(self, partition: FeedPartition) -> Iterator[pa.RecordBatch]:
+        from catalog_api.streams.changelog import FEED_COLUMNS, CommitChanges, change_feed
+
+        target = spark_arrow_schema(self.schema)
+        layout = partition.layout
+        data = StructType([f for f in self.schema.fields if f.name not in FEED_COLUMNS])
+        schema = with_merge_columns(data, partition.table_schema, layout)
+        if not schema.fields:
+            schema = StructType(partition.table_schema.fields[:1])  # COUNT(*): some column carries the rows
+        keys = partition.keys
+
+        def read_chunk(chunk: Chunk) -> pa.Table:
+            if keys is not None and not keys.overlaps(chunk.stats):  # none of this task's keys
+                return spark_arrow_schema(schema).empty_table().append_column(OP_COLUMN, pa.array([], pa.int8()))
+            return self.chunk_table(chunk, schema, keys)
+
+        def snapshot_at(cut: int) -> list[Chunk]:
+            if cut == partition.after:
+                return partition.state
+            options = self.options
+            return list(options.catalog_client().snapshot(options.scope, options.stream, cut=cut)[1])
+
+        commits = [CommitChanges.of(c) for c in partition.commits]
+        for table in change_feed(self.options.table_location, layout, read_chunk, snapshot_at, partition.after,
+                                 commits, spark_arrow_schema(schema)):
+            if not len(target):
+                yield empty_columns(table.num_rows)
+                continue
+            for batch in table.to_batches(max_chunksize=PARQUET_BATCH_ROWS):
+                yield conform_batch(batch, target)
+
+
+def _with_position(batch: pa.RecordBatch, path: str, offset: int) -> pa.RecordBatch:
+    """``batch`` (rows ``offset``... of the chunk ``path``) with the columns ``_chunk`` and ``_pos``."""
+    rows = batch.num_rows
+    arrays = [*batch.columns, pa.repeat(pa.scalar(path, pa.string()), rows),
+              pa.array(np.arange(offset, offset + rows, dtype=np.int64))]
+    return pa.RecordBatch.from_arrays(arrays, names=[*batch.schema.names, CHUNK_COLUMN, POS_COLUMN])

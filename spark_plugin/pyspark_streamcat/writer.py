@@ -7,6 +7,18 @@ commit with every task's chunks: a batch write is atomic, and a failed one delet
 files. A streaming write commits each micro-batch with writer id = the query's id and
 sequence = the batch id, so a batch re-run after a restart is acknowledged as a duplicate
 and changes nothing (its new files are deleted): exactly once.
+
+Row-level statements (DELETE, UPDATE, MERGE; option ``streamcat.rowlevel``) reach
+:class:`RowLevelWriter` as rows of the change schema the catalog shim builds: ``_op`` (0 insert,
+1 delete, 2 update, 3 reinsert), the row id columns ``_id_<name>``, then the table's columns.
+On an append table each task writes the new rows as columnar chunks and the ids of the rows
+it deletes or replaces as a position-deletes chunk; on a primary-key table it writes the keys
+it deletes (deleted rows, and the old key of an update that changes the key) as a change chunk
+and the rows it writes as upserts. The driver commits them all as one ``row-level`` commit
+recording the cut the statement read, after the conflict check of
+``catalog_api.streams.conflicts``. A write with ``streamcat.compact.base`` = m
+(:class:`CompactionWriter`) holds the merged rows of the table at cut m and commits them as a
+``compaction``.
 """
 
 from __future__ import annotations
@@ -23,7 +35,7 @@ from pyspark.sql.types import StructType
 from catalog_api.model import Chunk
 
 from .arrow import conform_batch, spark_arrow_schema
-from .options import SourceOptions
+from .options import OptionError, SourceOptions
 
 #: Where chunk files go under the stream's location.
 DATA_DIR = "data"
@@ -49,10 +61,41 @@ def _chunks(messages: Sequence[WriterCommitMessage | None]) -> list[Chunk]:
 
 
 def _delete(options: SourceOptions, chunks: Sequence[Chunk]) -> None:
-    from catalog_api import storage
+    from catalog_api.streams.conflicts import delete_quietly
 
-    if chunks and options.location:
-        storage.delete_files(options.location, [c.path for c in chunks])
+    if chunks:
+        delete_quietly(options.location, [c.path for c in chunks])
+
+
+class _FilesAtStake:
+    """A driver commit whose files are deleted if it fails, but kept if it may have been made (the answer
+    to the commit was lost: the files may be the table's now, and gc removes them if they are not)."""
+
+    in_doubt = False
+
+    def committing(self, options: SourceOptions, chunks: Sequence[Chunk]) -> Any:
+        """A context around the commit of ``chunks`` that cleans up after a failure."""
+        from contextlib import contextmanager
+
+        from catalog_api.streams.conflicts import CommitInDoubt
+
+        @contextmanager
+        def guard() -> Iterator[None]:
+            try:
+                yield
+            except CommitInDoubt:
+                self.in_doubt = True
+                raise
+            except BaseException:
+                _delete(options, chunks)
+                raise
+
+        return guard()
+
+    def discard(self, options: SourceOptions, chunks: Sequence[Chunk]) -> None:
+        """The write failed: delete its tasks' files, unless its commit may have been made."""
+        if not self.in_doubt:
+            _delete(options, chunks)
 
 
 class ChunkSink:
@@ -95,8 +138,7 @@ class ChunkSink:
         path = f"{DATA_DIR}/{uuid.uuid4().hex}.parquet"
         table = pa.Table.from_batches(batches, schema=target)
         stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id)
-        return Chunk(path=path, kind="columnar", event_count=stats.event_count, bytes=stats.bytes,
-                     encoding_ids=tuple(sorted(stats.encoding_ids)), stats=stats.stats)
+        return stats.columnar(path)
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -159,3 +201,291 @@ class StreamWriter(DataSourceStreamArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """The micro-batch failed: delete its files."""
         _delete(self.options, _chunks(messages))
+
+
+# -- row-level writes ------------------------------------------------------------------------------
+
+#: The change schema's columns (see spark_plugin/java/streamcat/spark/DeltaWrites.java).
+OP = "_op"
+ID_PREFIX = "_id_"
+INSERT, DELETE, UPDATE, REINSERT = 0, 1, 2, 3
+#: The row id columns of an append table.
+ID_CHUNK, ID_POS = "_id__chunk", "_id__pos"
+
+
+@dataclass
+class ChangesWritten(WriterCommitMessage):
+    """A row-level task's commit message: the chunks of rows it writes and of rows it deletes.
+
+    ``deletes`` are position-deletes chunks (append tables) or change chunks of key deletes
+    (primary-key tables).
+    """
+
+    data: list[Chunk] = field(default_factory=list)
+    deletes: list[Chunk] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ChangeSchema:
+    """How the change schema splits: row id columns, and the table's columns (the data)."""
+
+    ids: tuple[str, ...]
+    data: StructType
+
+    @classmethod
+    def of(cls, schema: StructType) -> ChangeSchema:
+        """Split ``schema`` (``_op``, ``_id_*``..., the table's columns)."""
+        from pyspark.sql.types import StructType
+
+        names = schema.fieldNames()
+        if not names or names[0] != OP:
+            raise OptionError(f"a row-level write needs the column {OP} first, not {names[:1]}")
+        end = 1
+        while end < len(names) and names[end].startswith(ID_PREFIX):
+            end += 1
+        ids = tuple(names[1:end])
+        if not ids:
+            raise OptionError("a row-level write needs row id columns (_id_*)")
+        return cls(ids, StructType(schema.fields[end:]))
+
+    @property
+    def keyed(self) -> bool:
+        """Whether rows are identified by key (a primary-key table) rather than by (chunk, position)."""
+        return set(self.ids) != {ID_CHUNK, ID_POS}
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """The key columns of a primary-key table."""
+        return tuple(i[len(ID_PREFIX):] for i in self.ids) if self.keyed else ()
+
+
+def _nullable(schema: StructType) -> StructType:
+    from pyspark.sql.types import StructField, StructType
+
+    return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
+
+
+class _Rolling:
+    """Batches gathered into chunk files of at most ``limit`` rows, each written by ``flush``."""
+
+    def __init__(self, limit: int, flush: Any) -> None:
+        self.limit = limit
+        self.flush = flush
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = 0
+        self.chunks: list[Chunk] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        start = 0
+        while start < batch.num_rows:
+            piece = batch.slice(start, self.limit - self.rows)
+            self.pending.append(piece)
+            self.rows += piece.num_rows
+            start += piece.num_rows
+            if self.rows >= self.limit:
+                self.finish()
+
+    def finish(self) -> None:
+        if self.pending:
+            self.chunks.append(self.flush(self.pending))
+            self.pending, self.rows = [], 0
+
+
+class RowLevelSink:
+    """Writes one task's change rows: new rows, and deletes by position (append tables) or by key."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, encoding_id: int, *,
+                 table_schema: StructType | None = None, partial_update: bool = False) -> None:
+        self.options = options
+        self.split = ChangeSchema.of(schema)
+        self.encoding_id = encoding_id
+        # Chunks hold every column of the table: a DELETE's change rows carry no data columns at all,
+        # and a key delete holds its key and nulls.
+        self.target = spark_arrow_schema(_nullable(table_schema if table_schema is not None else self.split.data))
+        # Under partial-update an upsert keeps the fields it leaves null: an UPDATE (which hands over the
+        # whole new row) deletes its key first, so that a column set to NULL reads as NULL.
+        self.partial_update = partial_update
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> ChangesWritten:
+        """Write every batch; returns the chunks written."""
+        import pyarrow.compute as pc
+
+        rows = _Rolling(self.options.rows_per_chunk, self._rows_chunk)
+        keys = _Rolling(self.options.rows_per_chunk, self._key_deletes_chunk)
+        paths: list[pa.Array] = []
+        positions: list[pa.Array] = []
+        deletes: list[Chunk] = []
+        keyed = self.split.keyed
+        try:
+            for batch in batches:
+                if not batch.num_rows:
+                    continue
+                op = batch.column(OP).cast(pa.int8())
+                writes = pc.is_in(op, pa.array([INSERT, UPDATE, REINSERT], pa.int8()))
+                removes = pc.is_in(op, pa.array([DELETE, UPDATE], pa.int8()))
+                data = conform_batch(batch, self.target)
+                if writes.true_count:
+                    rows.add(data.filter(writes))
+                if keyed:
+                    old = self._old_keys(batch, op)
+                    if old is not None and old.num_rows:
+                        keys.add(old)
+                elif removes.true_count:
+                    ids = batch.filter(removes)
+                    paths.append(ids.column(ID_CHUNK).cast(pa.string()))
+                    positions.append(ids.column(ID_POS).cast(pa.int64()))
+            rows.finish()
+            keys.finish()
+            if paths:
+                deletes.append(self._position_deletes(pa.concat_arrays(paths), pa.concat_arrays(positions)))
+        except BaseException:
+            _delete(self.options, [*rows.chunks, *keys.chunks, *deletes])
+            raise
+        return ChangesWritten(data=rows.chunks, deletes=[*keys.chunks, *deletes])
+
+    def _old_keys(self, batch: pa.RecordBatch, op: pa.Array) -> pa.RecordBatch | None:
+        """Rows (in the table's schema, only the key set) deleting the keys that deletes and key-changing
+        updates leave behind."""
+        import pyarrow.compute as pc
+
+        mask = pc.equal(op, DELETE)
+        updates = pc.equal(op, UPDATE)
+        if self.partial_update:
+            mask = pc.or_(mask, updates)
+        elif updates.true_count:
+            changed = None
+            for name, id_name in zip(self.split.key, self.split.ids, strict=True):
+                differs = pc.fill_null(pc.not_equal(batch.column(id_name), batch.column(name)), True)
+                changed = differs if changed is None else pc.or_(changed, differs)
+            if changed is not None:
+                mask = pc.or_(mask, pc.and_(updates, changed))
+        if not mask.true_count:
+            return None
+        ids = batch.filter(mask)
+        columns = {name: ids.column(id_name) for name, id_name in zip(self.split.key, self.split.ids, strict=True)}
+        return conform_batch(pa.RecordBatch.from_pydict(columns), self.target)
+
+    def _path(self, suffix: str = "") -> str:
+        return f"{DATA_DIR}/{uuid.uuid4().hex}{suffix}.parquet"
+
+    def _rows_chunk(self, batches: list[pa.RecordBatch]) -> Chunk:
+        from catalog_api.streams.changes import write_change_chunk
+
+        path = self._path()
+        stats = write_change_chunk(self.options.table_location, path, pa.Table.from_batches(batches, self.target),
+                                   None, self.encoding_id)
+        return stats.columnar(path)
+
+    def _key_deletes_chunk(self, batches: list[pa.RecordBatch]) -> Chunk:
+        from catalog_api.streams.changes import DELETE as DELETE_ROW
+        from catalog_api.streams.changes import write_change_chunk
+
+        path = self._path()
+        table = pa.Table.from_batches(batches, self.target)
+        ops = pa.array([DELETE_ROW] * table.num_rows, pa.int8())
+        stats = write_change_chunk(self.options.table_location, path, table, ops, self.encoding_id)
+        return stats.columnar(path)
+
+    def _position_deletes(self, paths: pa.Array, positions: pa.Array) -> Chunk:
+        from catalog_api.streams.changes import write_position_deletes
+
+        return write_position_deletes(self.options.table_location, self._path(".deletes"), paths, positions)
+
+
+def _written(messages: Sequence[WriterCommitMessage | None]) -> list[ChangesWritten]:
+    return [m for m in messages if isinstance(m, ChangesWritten)]
+
+
+def _all_chunks(messages: Sequence[WriterCommitMessage | None]) -> list[Chunk]:
+    return [c for m in _written(messages) for c in (*m.data, *m.deletes)]
+
+
+class RowLevelWriter(_FilesAtStake, DataSourceArrowWriter):
+    """DELETE / UPDATE / MERGE INTO: one ``row-level`` commit recording the cut the statement read.
+
+    The commit is checked against every commit made since that cut and refused with
+    ``CommitConflict`` (the statement fails; running it again reads the new state) when one of
+    them changed what this statement changes.
+    """
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        if options.read_cut is None:
+            raise OptionError("a row-level write needs the cut its scan read (streamcat.readcut)")
+        from pyspark.sql.types import StructType
+
+        from catalog_api.streams.merge import TableLayout
+
+        self.options = options
+        self.read_cut: int = options.read_cut
+        described = _catalog(options).get_table(options.scope, options.stream)
+        partial_update = TableLayout.from_properties(described.get("properties") or {}).partial_update
+        self.sink = RowLevelSink(options, schema, _encoding_id(options), table_schema=StructType.fromJson(
+            described["schema"]), partial_update=partial_update)
+        # A lost answer is told from a refused commit by this id: the statement is its own writer.
+        self.writer_id = f"spark-rowlevel-{uuid.uuid4()}"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> ChangesWritten:
+        """One task: write its share of the changes."""
+        return self.sink.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Check for conflicts and commit every task's chunks at once (nothing, if nothing changed)."""
+        from catalog_api.streams.conflicts import ROW_LEVEL, Intent, Table, commit_checked
+
+        written = _written(messages)
+        keyed = self.sink.split.keyed
+        data = [c for m in written for c in m.data]
+        deletes = [c for m in written for c in m.deletes]
+        # Every delete of a key goes before every upsert: an UPDATE that moves key 1 to 2 and key 2 to 3
+        # leaves 2 and 3, whichever task wrote which change.
+        chunks = [*deletes, *data] if keyed else [*data, *deletes]
+        if not chunks:
+            return
+        options = self.options
+        with self.committing(options, chunks):
+            table = Table(_catalog(options), options.scope, options.stream, options.table_location,
+                          self.sink.split.key, options.registry_client())
+            if keyed:
+                intent = Intent(ROW_LEVEL, self.read_cut, keys=table.changed_keys(chunks))
+            else:
+                intent = Intent(ROW_LEVEL, self.read_cut, deleted_from=table.deleted_from(deletes))
+            properties = {"spark.queryId": options.query_id or "", "streamcat.operation": options.row_level or ""}
+            commit_checked(table, chunks, intent, properties=properties, writer_id=self.writer_id, writer_sequence=0)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """The statement failed: delete the files its tasks wrote (unless its commit may have been made)."""
+        self.discard(self.options, _all_chunks(messages))
+
+
+class CompactionWriter(_FilesAtStake, BatchWriter):
+    """A compaction run by Spark (``streamcat.compact.base`` = m): the rows written are the merged
+    table at cut m, sorted by key; they replace every chunk visible at m in one ``compaction`` commit."""
+
+    def __init__(self, options: SourceOptions, schema: StructType) -> None:
+        super().__init__(options, schema, overwrite=False)
+        if options.compact_base is None:
+            raise OptionError("a compaction write needs its base cut (streamcat.compact.base)")
+        self.base: int = options.compact_base
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Commit the new chunks (sequence = the base cut) removing every chunk visible at the base cut."""
+        from dataclasses import replace
+
+        from catalog_api.streams.conflicts import COMPACTION, Intent, Table, commit_checked
+
+        options = self.options
+        chunks = [replace(c, sequence=self.base) for c in _chunks(messages)]
+        with self.committing(options, chunks):
+            catalog = _catalog(options)
+            table = Table.of(catalog, options.scope, options.stream, options.registry_client())
+            _cut, visible = catalog.snapshot(options.scope, options.stream, cut=self.base)
+            removes = tuple(c.path for c in visible)
+            if not chunks and not removes:
+                return
+            commit_checked(table, chunks, Intent(COMPACTION, self.base, removes=removes),
+                           properties={"spark.queryId": options.query_id or ""}, writer_id=self.writer_id,
+                           writer_sequence=0)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """The compaction failed: delete the files its tasks wrote (unless its commit may have been made)."""
+        self.discard(self.options, _chunks(messages))

@@ -34,11 +34,6 @@ ORDERS = struct(col("id", "long", False), col("item", "string"), col("price", "d
 
 
 @pytest.fixture
-def catalog(server_url: str) -> CatalogClient:
-    return CatalogClient(server_url)
-
-
-@pytest.fixture
 def scope(catalog: CatalogClient, namespace: str) -> str:
     catalog.create_scope(namespace, comment="test scope", properties={"owner": "tests"})
     return namespace

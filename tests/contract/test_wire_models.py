@@ -95,6 +95,7 @@ def test_catalog_shapes() -> None:
         "retentionPolicy": {"retentionTimeMillis": 1000},
         "streamState": "ACTIVE",
         "truncatedAt": 0,
+        "retainedFrom": 0,
         "lastCommit": 4,
         "createdAt": 99,
     }
@@ -110,6 +111,8 @@ def test_catalog_shapes() -> None:
         "maxEventTime": None,
         "stats": {},
         "commit": 0,
+        "sequence": 0,
+        "removedAt": None,
     }
     commit = catalog.Commit(1, False, None, None, 3, 10, 1, 77)
     assert _json(catalog_wire.Commit.of(commit)) == {
@@ -123,6 +126,10 @@ def test_catalog_shapes() -> None:
         "timestamp": 77,
         "properties": {},
         "duplicate": False,
+        "kind": "append",
+        "readCut": None,
+        "baseCut": None,
+        "createdAt": 77,
     }
     table = catalog.Table(
         "shop",
@@ -150,6 +157,7 @@ def test_catalog_shapes() -> None:
         "compatibility",
         "comment",
         "properties",
+        "primaryKey",
         "stream",
     ]
     assert answer["schema"] == {"type": "struct", "fields": []}

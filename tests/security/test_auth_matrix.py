@@ -367,6 +367,13 @@ def test_admin_api_answers_in_the_usual_shapes(world: World) -> None:
     assert grant["resource"] == "group:shop/orders", "tables are stored as the groups they are"
     admin.ok("DELETE", f"/v1/admin/grants/{grant['id']}")
     assert admin.call("DELETE", f"/v1/admin/grants/{grant['id']}").status_code == 404
+    for name in ("two words", "oidc:", "line\nbreak", "tab\tbed"):
+        refused = admin.call("GET", "/v1/admin/grants", params={"principal": name})
+        assert refused.status_code == 400, name
+        assert "principal" in refused.json()["error"]["message"]
+        body = {"principal": name, "permission": "read", "resource": "*"}
+        refused = admin.call("POST", "/v1/admin/grants", json=body)
+        assert refused.status_code == 400, name
     tokens = admin.ok("GET", "/v1/admin/principals?kind=token")["principals"]
     assert tokens, "tokens are listed"
     assert all(set(t) <= {"name", "kind", "role", "createdAt", "expiresAt"} for t in tokens), "never their secret"

@@ -28,19 +28,6 @@ V1: SchemaInfo = schema_info("Avro", json.dumps(EVENT_V1))
 V2: SchemaInfo = schema_info("Avro", json.dumps(EVENT_V2))
 
 
-@pytest.fixture(name="catalog")
-def catalog_fixture(server_url: str) -> CatalogClient:
-    """A catalog client on the test server."""
-    return CatalogClient(server_url)
-
-
-@pytest.fixture(name="scope")
-def scope_fixture(catalog: CatalogClient, namespace: str) -> str:
-    """A scope of this test's own (the registry namespace of the ``client`` fixture)."""
-    catalog.create_scope(namespace)
-    return namespace
-
-
 @dataclass
 class StreamHandle:
     """A stream with an Avro schema group of its name, and clients to reach both."""

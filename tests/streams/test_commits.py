@@ -14,9 +14,7 @@ from registry.errors import BadRequest, Conflict, NotFound
 from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V1,
     StreamHandle,
-    catalog_fixture,
     make_stream,
-    scope_fixture,
     stream4_fixture,
     stream_fixture,
 )

@@ -14,8 +14,6 @@ from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V1,
     V2,
     StreamHandle,
-    catalog_fixture,
-    scope_fixture,
     stream_fixture,
 )
 

@@ -24,9 +24,7 @@ from catalog_api.streams import segment_of
 from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V1,
     StreamHandle,
-    catalog_fixture,
     make_stream,
-    scope_fixture,
     stream4_fixture,
     stream_fixture,
 )

@@ -13,7 +13,6 @@ import pytest
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
-from catalog_api.model import Chunk
 from catalog_api.streams import StreamReader, StreamWriter
 from catalog_api.streams.chunks import (
     EVENT_MAGIC,
@@ -30,8 +29,6 @@ from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V1,
     V2,
     StreamHandle,
-    catalog_fixture,
-    scope_fixture,
     stream4_fixture,
     stream_fixture,
 )
@@ -114,8 +111,7 @@ def test_columnar_and_event_chunks_read_back_together_under_the_latest_schema(st
     path = f"columnar/{uuid.uuid4().hex}.parquet"
     stats = write_columnar_chunk(stream.location, path, table, v1.encoding_id)
     stream.catalog.commit(stream.scope, stream.name, [
-        Chunk(path=path, kind="columnar", event_count=stats.event_count, bytes=stats.bytes,
-              encoding_ids=tuple(stats.encoding_ids), stats=stats.stats)])
+        stats.columnar(path)])
     v2_writer = stream.writer(schema=V2)
     v2_writer.write({"key": "e", "seq": 200, "source": "producer"})
     v2_writer.close()

@@ -20,9 +20,7 @@ from tests.streams.helpers import (  # noqa: F401  (fixtures)
     V2,
     LosingAnswers,
     StreamHandle,
-    catalog_fixture,
     make_stream,
-    scope_fixture,
     stream4_fixture,
     stream_fixture,
 )

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from catalog_api.server.auth.principals import Grant as GrantDomain
 from catalog_api.server.auth.store import StoredPrincipal
-from registry.api.wire import MAX_INT32, Name, Query, Wire, omitted
+from registry.api.wire import MAX_INT32, NAME_PATTERN, Name, Query, Wire, omitted
 
 Role = Literal["reader", "writer", "admin"]
 PermissionName = Literal["read", "write", "admin"]
+#: What a grant names: a user or token (a registry-style name), or an identity provider's subject
+#: (``oidc:<sub>``: any printable characters, as providers choose their subjects).
+GrantPrincipal = Annotated[str, StringConstraints(
+    pattern="^(?:" + NAME_PATTERN.strip("^$") + r"|oidc:[^\x00-\x1f\x7f]{1,250})$", max_length=255)]
 #: Ten years: a token that should outlive that should not expire at all.
 MAX_EXPIRY_SECONDS = 10 * 365 * 24 * 3600
 
@@ -73,7 +77,7 @@ class GrantRequest(Wire):
     """``POST /v1/admin/grants``: ``permission`` on ``resource`` (``*``, ``namespace:NS``,
     ``group:NS/GROUP``, ``scope:S``, ``table:S.T``) for a user, token or ``oidc:<sub>``."""
 
-    principal: Annotated[str, Field(min_length=1, max_length=255)]
+    principal: GrantPrincipal
     permission: PermissionName
     resource: Annotated[str, Field(min_length=1, max_length=600)]
 
@@ -108,7 +112,7 @@ class GrantList(Wire):
 class GrantsQuery(Query):
     """Only the grants naming one principal."""
 
-    principal: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+    principal: GrantPrincipal | None = None
 
 
 #: Grant ids in paths are 32-bit, like every other id.

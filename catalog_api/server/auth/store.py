@@ -12,7 +12,7 @@ from catalog_api.orm import GrantRow, PrincipalRow
 from catalog_api.server.auth.errors import GrantNotFound, PrincipalExists, PrincipalNotFound
 from catalog_api.server.auth.principals import EXTERNAL_PREFIXES, Grant, Principal
 from registry.api.wire import NAME_PATTERN
-from registry.db import Transactions, now_ms
+from registry.db import Transactions, now_ms, retried
 from registry.errors import BadRequest
 from registry.permissions import Permission, Resource
 
@@ -68,13 +68,14 @@ class PrincipalStore:
     """Users, API tokens and grants, kept in the application's database."""
 
     def __init__(self, engine: Engine) -> None:
-        self.tx = Transactions(engine)
+        self._tx = Transactions(engine)
 
     # -- users and tokens -------------------------------------------------------------------------
 
+    @retried
     def _add(self, row: PrincipalRow) -> StoredPrincipal:
         try:
-            with self.tx.write() as session:
+            with self._tx.write() as session:
                 if session.scalar(select(PrincipalRow.id).where(PrincipalRow.name == row.name)) is not None:
                     raise PrincipalExists(f"a user or token named {row.name!r} exists already")
                 session.add(row)
@@ -103,10 +104,11 @@ class PrincipalStore:
         )
         return self._add(row)
 
+    @retried
     def remove(self, name: str, kind: str | None = None) -> None:
         """Remove a user or token (of ``kind``, when given) and every grant naming it, at once, so that
         a later principal of the same name does not inherit them; PrincipalNotFound if there is none."""
-        with self.tx.write() as session:
+        with self._tx.write() as session:
             query = delete(PrincipalRow).where(PrincipalRow.name == name)
             if kind is not None:
                 query = query.where(PrincipalRow.kind == kind)
@@ -116,7 +118,7 @@ class PrincipalStore:
 
     def principals(self, kind: str | None = None) -> list[StoredPrincipal]:
         """Users and tokens (of ``kind``, when given), by name."""
-        with self.tx.read() as session:
+        with self._tx.read() as session:
             query = select(PrincipalRow).order_by(PrincipalRow.name)
             if kind is not None:
                 query = query.where(PrincipalRow.kind == kind)
@@ -126,7 +128,7 @@ class PrincipalStore:
 
     def user(self, name: str) -> Credentials | None:
         """The stored password hash and role of user ``name``, or None."""
-        with self.tx.read() as session:
+        with self._tx.read() as session:
             row = session.scalars(
                 select(PrincipalRow).where(PrincipalRow.name == name, PrincipalRow.kind == "user")
             ).first()
@@ -135,7 +137,7 @@ class PrincipalStore:
     def token(self, digest: str, now: int) -> Principal | None:
         """The principal of the token whose SHA-256 is ``digest``, with its grants; None if there is
         no such token or it has expired."""
-        with self.tx.read() as session:
+        with self._tx.read() as session:
             row = session.scalars(
                 select(PrincipalRow).where(PrincipalRow.secret_hash == digest, PrincipalRow.kind == "token")
             ).first()
@@ -146,7 +148,7 @@ class PrincipalStore:
 
     def grants_of(self, principal: str) -> tuple[Grant, ...]:
         """The stored grants naming ``principal``."""
-        with self.tx.read() as session:
+        with self._tx.read() as session:
             rows = session.scalars(select(GrantRow).where(GrantRow.principal == principal).order_by(GrantRow.id))
             return tuple(_grant(row) for row in rows)
 
@@ -162,8 +164,9 @@ class PrincipalStore:
             # The same grant was added by another request between the check and the insert.
             return self._add_grant(principal, permission, resource)
 
+    @retried
     def _add_grant(self, principal: str, permission: Permission, resource: Resource) -> Grant:
-        with self.tx.write() as session:
+        with self._tx.write() as session:
             if not principal.startswith(EXTERNAL_PREFIXES) and (
                 session.scalar(select(PrincipalRow.id).where(PrincipalRow.name == principal)) is None
             ):
@@ -186,15 +189,16 @@ class PrincipalStore:
 
     def grants(self, principal: str | None = None) -> list[Grant]:
         """Every grant (naming ``principal``, when given), by principal and resource."""
-        with self.tx.read() as session:
+        with self._tx.read() as session:
             query = select(GrantRow).order_by(GrantRow.principal, GrantRow.resource, GrantRow.permission)
             if principal is not None:
                 query = query.where(GrantRow.principal == principal)
             return [_grant(row) for row in session.scalars(query)]
 
+    @retried
     def remove_grant(self, principal: str, permission: Permission, resource: Resource) -> None:
         """Take a grant back; GrantNotFound if there is no such grant."""
-        with self.tx.write() as session:
+        with self._tx.write() as session:
             removed = session.execute(
                 delete(GrantRow).where(
                     GrantRow.principal == principal,
@@ -205,8 +209,9 @@ class PrincipalStore:
             if removed == 0:
                 raise GrantNotFound(f"{principal} has no grant of {permission} on {resource}")
 
+    @retried
     def remove_grant_by_id(self, grant_id: int) -> None:
         """Take back the grant with id ``grant_id``; GrantNotFound if there is none."""
-        with self.tx.write() as session:
+        with self._tx.write() as session:
             if session.execute(delete(GrantRow).where(GrantRow.id == grant_id)).rowcount == 0:
                 raise GrantNotFound(f"no grant with id {grant_id}")

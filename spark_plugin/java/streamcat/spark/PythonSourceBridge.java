@@ -1,26 +1,52 @@
 package streamcat.spark;
 
+import org.apache.spark.TaskContext;
 import org.apache.spark.api.python.PythonFunction;
 import org.apache.spark.api.python.PythonUtils$;
 import org.apache.spark.api.python.SimplePythonFunction;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.execution.datasources.DataSourceManager;
+import org.apache.spark.sql.execution.datasources.FileStatusCache;
+import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
+import org.apache.spark.sql.execution.datasources.PartitionSpec;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter;
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScanBuilder;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.execution.datasources.v2.python.UserDefinedPythonDataSource;
+import org.apache.spark.sql.sources.Filter;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
+
+import scala.Option;
+import scala.collection.immutable.Map$;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.BoxedUnit;
 
 /**
  * Every use of Spark-internal classes lives here: Spark's Python data source machinery
- * (PythonDataSourceV2 and its scan and write builders), which change between releases.
+ * (PythonDataSourceV2 and its scan and write builders) and Spark's own Parquet scan
+ * (ParquetScanBuilder over an InMemoryFileIndex fed by a FileStatusCache of the known files,
+ * ParquetToSparkSchemaConverter), which change
+ * between releases. No other class of the shim touches an internal class; {@link NativeScan}
+ * decides when the Parquet scan may be used and calls {@link #parquetScan} / {@link #parquetSchema}.
  *
  * The table data goes through the Python data source {@code pyspark_streamcat.DefaultSource}.
  * Spark discovers it by itself when the module is a plain top-level module of the workers'
@@ -93,5 +119,76 @@ final class PythonSourceBridge {
     /** A write builder of a new Python source writing {@code info.schema()} with {@code info.options()}. */
     static WriteBuilder writeBuilder(LogicalWriteInfo info) {
         return new PythonTable(newSource(), SHORT_NAME, info.schema()).newWriteBuilder(info);
+    }
+
+    /**
+     * Spark's own Parquet scan of {@code files} (statuses of Parquet files), whose rows are read under
+     * {@code dataSchema} (columns matched by name, missing ones null), pruned to {@code required};
+     * {@code filters} go to the Parquet reader for row-group skipping (Spark still evaluates every
+     * filter on the rows it reads). The file index is handed the statuses, so it lists nothing (no
+     * listing job however many files). No partition columns, no options of the table (credentials
+     * never reach the plan or the Hadoop configuration).
+     */
+    static Scan parquetScan(List<FileStatus> files, StructType dataSchema, StructType required, Filter[] filters) {
+        SparkSession session = SparkSession.active();
+        List<Path> paths = new ArrayList<>();
+        Map<Path, FileStatus[]> known = new HashMap<>();
+        for (FileStatus status : files) {
+            paths.add(status.getPath());
+            known.put(status.getPath(), new FileStatus[] {status});
+        }
+        FileStatusCache statuses = new FileStatusCache() {
+            @Override
+            public Option<FileStatus[]> getLeafFiles(Path path) {
+                return Option.apply(known.get(path));
+            }
+
+            @Override
+            public void putLeafFiles(Path path, FileStatus[] leafFiles) {
+            }
+
+            @Override
+            public void invalidateAll() {
+            }
+        };
+        InMemoryFileIndex index = new InMemoryFileIndex(session, CollectionConverters.asScala(paths).toList(),
+                Map$.MODULE$.empty(), Option.apply(dataSchema), statuses, Option.apply(PartitionSpec.emptySpec()),
+                Option.empty());
+        ParquetScanBuilder builder = new ParquetScanBuilder(session, index, dataSchema, dataSchema,
+                CaseInsensitiveStringMap.empty());
+        builder.pruneColumns(required);
+        builder.pushedDataFilters_$eq(builder.pushDataFilters(filters));
+        return builder.build();
+    }
+
+    /** The status of {@code file} (a path or URI) on its Hadoop filesystem. */
+    static FileStatus fileStatus(String file) throws IOException {
+        Path path = new Path(file);
+        return path.getFileSystem(SparkSession.active().sessionState().newHadoopConf()).getFileStatus(path);
+    }
+
+    /** The Spark schema Spark's Parquet reader sees in the footer of {@code file} (under this session's settings). */
+    static StructType parquetSchema(FileStatus file) throws IOException {
+        SparkSession session = SparkSession.active();
+        Configuration conf = session.sessionState().newHadoopConf();
+        try (ParquetFileReader reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf))) {
+            return new ParquetToSparkSchemaConverter(session.sessionState().conf())
+                    .convert(reader.getFooter().getFileMetaData().getSchema());
+        }
+    }
+
+    /**
+     * Run {@code body} on this thread as part of the task {@code context} (Spark's Python runners find
+     * their task through the thread's TaskContext); on the driver ({@code null}) just run it.
+     */
+    static void inTask(TaskContext context, Runnable body) {
+        if (context == null) {
+            body.run();
+            return;
+        }
+        TaskContext.withTaskContext(context, (scala.Function0<BoxedUnit>) () -> {
+            body.run();
+            return BoxedUnit.UNIT;
+        });
     }
 }

@@ -6,15 +6,29 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
+import org.apache.spark.sql.catalyst.analysis.NoSuchViewException;
 import org.apache.spark.sql.catalyst.analysis.NonEmptyNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
+import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
+import org.apache.spark.sql.connector.catalog.Changelog;
+import org.apache.spark.sql.connector.catalog.ChangelogContext;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
+import org.apache.spark.sql.connector.catalog.ProcedureCatalog;
+import org.apache.spark.sql.connector.catalog.Relation;
+import org.apache.spark.sql.connector.catalog.RelationCatalog;
 import org.apache.spark.sql.connector.catalog.SupportsNamespaces;
 import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCatalog;
+import org.apache.spark.sql.connector.catalog.TableCatalogCapability;
 import org.apache.spark.sql.connector.catalog.TableChange;
+import org.apache.spark.sql.connector.catalog.TableInfo;
+import org.apache.spark.sql.connector.catalog.View;
+import org.apache.spark.sql.connector.catalog.constraints.Constraint;
+import org.apache.spark.sql.connector.catalog.constraints.PrimaryKey;
+import org.apache.spark.sql.connector.catalog.procedures.UnboundProcedure;
+import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.Metadata;
@@ -46,16 +60,24 @@ import java.util.Set;
  * source (see {@link StreamcatTable}). Schema conversion happens on the server: this shim only
  * sends and receives Spark's StructType JSON.
  */
-public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
+public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, ProcedureCatalog {
     /** Table formats, as USING names them. */
     static final Set<String> FORMATS = Set.of("avro", "protobuf", "json");
     /** Marks tables created with an explicit LOCATION: DROP TABLE keeps their files. */
     static final String EXTERNAL = "streamcat.external";
     static final String SEGMENTS = "segments";
+    /** The table property that declares a primary key (docs/changelog-tables.md). */
+    static final String PRIMARY_KEY = "primary-key";
+    /** The name a PRIMARY KEY constraint was declared with (SHOW CREATE TABLE repeats it). */
+    static final String PRIMARY_KEY_NAME = "primary-key.constraint";
 
     private String name;
     private CatalogRestClient client;
     private CatalogCredentials credentials;
+    /** Whether scans may use Spark's own Parquet reader (catalog option {@code native-scan}, default true). */
+    private boolean nativeScan = true;
+    private StreamcatProcedures procedures;
+    private StreamcatViews views;
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -67,7 +89,15 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
         }
         long timeout = Long.parseLong(options.getOrDefault("timeout", "60"));
         this.credentials = CatalogCredentials.from(name, options);
+        this.nativeScan = !"false".equalsIgnoreCase(options.getOrDefault(NativeScan.CATALOG_OPTION, "true").trim());
         this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout), credentials);
+        this.procedures = new StreamcatProcedures(name, client);
+        this.views = new StreamcatViews(client);
+    }
+
+    @Override
+    public Set<TableCatalogCapability> capabilities() {
+        return Set.of(TableCatalogCapability.SUPPORT_TABLE_CONSTRAINT);
     }
 
     @Override
@@ -320,8 +350,29 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
         options.put("streamcat.schema.id", version.path("id").asText());
         // Credentials go to the Python source's options only, never into the properties DESCRIBE shows.
         options.putAll(credentials.sourceOptions());
+        if (!nativeScan) {
+            options.put(NativeScan.DISABLED, "false");
+        }
         String qualified = name + "." + ident.namespace()[0] + "." + ident.name();
-        return new StreamcatTable(qualified, schema, properties, options);
+        List<String> key = primaryKeyOf(json);
+        String constraint = json.path("properties").path(PRIMARY_KEY_NAME).asText(ident.name() + "_pk");
+        TableState state = new TableState(key, constraint, stream.path("lastCommit").asLong(0), client,
+                scopePath(ident.namespace()[0]) + "/streams/" + CatalogRestClient.segment(ident.name()));
+        return new StreamcatTable(qualified, schema, properties, options, state);
+    }
+
+    /** The key columns of a table answer of the server (empty for an append table). */
+    static List<String> primaryKeyOf(JsonNode table) {
+        List<String> key = new ArrayList<>();
+        table.path("primaryKey").forEach(column -> key.add(column.asText()));
+        if (key.isEmpty()) {
+            for (String column : table.path("properties").path(PRIMARY_KEY).asText("").split(",")) {
+                if (!column.isBlank()) {
+                    key.add(column.trim());
+                }
+            }
+        }
+        return key;
     }
 
     private static StructType structOf(Column[] columns) {
@@ -347,11 +398,43 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
         return new StructType(fields.toArray(new StructField[0]));
     }
 
+    /** CREATE TABLE with constraints: a PRIMARY KEY becomes the 'primary-key' property; others are refused. */
+    @Override
+    public Table createTable(Identifier ident, TableInfo info) throws TableAlreadyExistsException,
+            NoSuchNamespaceException {
+        Map<String, String> properties = new LinkedHashMap<>(info.properties());
+        for (Constraint constraint : info.constraints()) {
+            if (!(constraint instanceof PrimaryKey key)) {
+                throw new UnsupportedOperationException("streamcat tables support PRIMARY KEY constraints only, not "
+                        + constraint.toDDL());
+            }
+            List<String> columns = new ArrayList<>();
+            for (NamedReference column : key.columns()) {
+                columns.add(String.join(".", column.fieldNames()));
+            }
+            String declared = properties.get(PRIMARY_KEY);
+            if (declared != null && !declared.replace(" ", "").equals(String.join(",", columns))) {
+                throw new IllegalArgumentException("the table declares two different primary keys: CONSTRAINT "
+                        + key.name() + " PRIMARY KEY (" + String.join(", ", columns) + ") and TBLPROPERTIES '"
+                        + PRIMARY_KEY + "' = '" + declared + "'");
+            }
+            properties.put(PRIMARY_KEY, String.join(",", columns));
+            if (key.name() != null && !key.name().isBlank()) {
+                properties.put(PRIMARY_KEY_NAME, key.name());
+            }
+        }
+        return createTable(ident, info.columns(), info.partitions(), properties);
+    }
+
     @Override
     public Table createTable(Identifier ident, Column[] columns, Transform[] partitions, Map<String, String> properties)
             throws TableAlreadyExistsException, NoSuchNamespaceException {
         if (ident.namespace().length != 1) {
             throw new NoSuchNamespaceException(ident.namespace());
+        }
+        if (views.exists(ident)) {
+            // Tables and views share one name space per scope (StreamcatViews).
+            throw new TableAlreadyExistsException(ident);
         }
         if (partitions.length > 0) {
             throw new UnsupportedOperationException("streamcat tables are not partitioned by columns; "
@@ -455,6 +538,92 @@ public class StreamcatCatalog implements TableCatalog, SupportsNamespaces {
             }
             throw e;
         }
+    }
+
+    /** The change feed of a table between two versions or times ({@link StreamcatChangelog}). */
+    @Override
+    public Changelog loadChangelog(Identifier ident, ChangelogContext context, CaseInsensitiveStringMap options)
+            throws NoSuchTableException {
+        return new StreamcatChangelog(toTable(ident, getTable(ident)), context);
+    }
+
+    @Override
+    public UnboundProcedure loadProcedure(Identifier ident) {
+        return procedures.load(ident);
+    }
+
+    @Override
+    public Identifier[] listProcedures(String[] namespace) {
+        return procedures.list(namespace);
+    }
+
+    // -- views ({@link StreamcatViews}) ----------------------------------------------------------------
+
+    /**
+     * A table or else a view of that name (Spark 4.3 wants a catalog of both to be a RelationCatalog,
+     * and resolves names through this): tables cost one request, views two.
+     */
+    @Override
+    public Relation loadRelation(Identifier ident) throws NoSuchTableException {
+        try {
+            return loadTable(ident);
+        } catch (NoSuchTableException notATable) {
+            try {
+                return views.load(ident);
+            } catch (NoSuchViewException notAView) {
+                throw notATable;
+            }
+        }
+    }
+
+    @Override
+    public Identifier[] listViews(String[] namespace) throws NoSuchNamespaceException {
+        return views.list(namespace);
+    }
+
+    @Override
+    public View loadView(Identifier ident) throws NoSuchViewException {
+        return views.load(ident);
+    }
+
+    @Override
+    public View createView(Identifier ident, View view) throws ViewAlreadyExistsException, NoSuchNamespaceException {
+        try {
+            return views.put(ident, view, "create");
+        } catch (NoSuchViewException e) {
+            throw new IllegalStateException(e);  // a create never looks for an existing view
+        }
+    }
+
+    @Override
+    public View replaceView(Identifier ident, View view) throws NoSuchViewException {
+        try {
+            return views.put(ident, view, "replace");
+        } catch (ViewAlreadyExistsException | NoSuchNamespaceException e) {
+            throw new NoSuchViewException(ident);
+        }
+    }
+
+    /** One request, so that a concurrent CREATE cannot slip between a check and the create. */
+    @Override
+    public View createOrReplaceView(Identifier ident, View view)
+            throws ViewAlreadyExistsException, NoSuchNamespaceException {
+        try {
+            return views.put(ident, view, "createOrReplace");
+        } catch (NoSuchViewException e) {
+            throw new IllegalStateException(e);  // createOrReplace never needs an existing view
+        }
+    }
+
+    @Override
+    public boolean dropView(Identifier ident) {
+        return views.drop(ident);
+    }
+
+    @Override
+    public void renameView(Identifier oldIdent, Identifier newIdent)
+            throws NoSuchViewException, ViewAlreadyExistsException {
+        views.rename(oldIdent, newIdent);
     }
 
     @Override

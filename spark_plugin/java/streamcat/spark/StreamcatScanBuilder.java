@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Column pruning and filter pushdown in front of the Python data source.
@@ -23,6 +24,10 @@ import java.util.Map;
  * the reader uses them to skip whole chunks by their min/max statistics, and Spark still
  * evaluates every filter on the rows that are read (all are returned as post-scan filters).
  * The filters travel to Python as JSON in the {@code streamcat.filters} option.
+ *
+ * A scan of the table's own rows (given the table's {@link TableState}) may instead be Spark's
+ * Parquet scan over the snapshot's chunk files, when {@link NativeScan} finds that the snapshot
+ * needs nothing the Python source does; it gets the same pruned schema and every filter.
  */
 final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPushDownRequiredColumns {
     static final String FILTERS_OPTION = "streamcat.filters";
@@ -30,11 +35,21 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
     private final Map<String, String> options;
     private StructType required;
     private Filter[] pushed = new Filter[0];
+    private Filter[] offered = new Filter[0];
     private ArrayNode filterJson = CatalogRestClient.array();
+    /** The table's state when this scans the table's rows (the native path may apply), else null. */
+    private final TableState table;
+    private final StructType tableSchema;
 
     StreamcatScanBuilder(StructType tableSchema, Map<String, String> options) {
+        this(tableSchema, options, null);
+    }
+
+    StreamcatScanBuilder(StructType tableSchema, Map<String, String> options, TableState table) {
         this.required = tableSchema;
+        this.tableSchema = tableSchema;
         this.options = options;
+        this.table = table;
     }
 
     @Override
@@ -48,6 +63,7 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
             });
         }
         pushed = usable.toArray(new Filter[0]);
+        offered = filters.clone();
         filterJson = json;
         return filters;
     }
@@ -65,6 +81,17 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
 
     @Override
     public Scan build() {
+        if (table != null) {
+            Optional<Scan> scan = NativeScan.plan(table, tableSchema, options, required, offered, this::pythonScan);
+            if (scan.isPresent()) {
+                return scan.get();
+            }
+        }
+        return pythonScan();
+    }
+
+    /** The Python data source's scan of the pruned columns, with the filters it can use. */
+    private Scan pythonScan() {
         Map<String, String> merged = new HashMap<>(options);
         if (!filterJson.isEmpty()) {
             merged.put(FILTERS_OPTION, filterJson.toString());

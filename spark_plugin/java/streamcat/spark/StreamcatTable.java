@@ -1,18 +1,30 @@
 package streamcat.spark;
 
+import org.apache.spark.sql.connector.catalog.MetadataColumn;
+import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
+import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
-import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.constraints.Constraint;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
+import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -21,38 +33,62 @@ import java.util.Set;
 /**
  * A streamcat table as Spark sees it: the catalog's metadata, with reads and writes handed to
  * the Python data source through {@link PythonSourceBridge} (a new Python source per scan and
- * per write).
+ * per write). Row-level statements (DELETE, UPDATE, MERGE) are {@link StreamcatRowLevelOperation}s;
+ * TRUNCATE TABLE is an overwrite commit with no chunks, and a DELETE that removes whole chunks of an
+ * append table by their statistics alone is a commit removing them ({@link MetadataDelete}).
  */
-final class StreamcatTable implements Table, SupportsRead, SupportsWrite {
+final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLevelOperations,
+        SupportsMetadataColumns, SupportsDeleteV2 {
     private static final Set<TableCapability> CAPABILITIES = Collections.unmodifiableSet(EnumSet.of(
             TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.MICRO_BATCH_READ,
             TableCapability.STREAMING_WRITE, TableCapability.TRUNCATE));
+    /** Where a row of an append table is: what its row-level statements name rows by. */
+    private static final MetadataColumn[] POSITION = {
+        new Position(StreamcatRowLevelOperation.CHUNK, DataTypes.StringType, "the chunk file holding the row"),
+        new Position(StreamcatRowLevelOperation.POS, DataTypes.LongType, "the row's position in its chunk file"),
+    };
 
     private final String name;
     private final StructType schema;
     private final Map<String, String> properties;
     private final Map<String, String> sourceOptions;
+    private final TableState state;
+    /** The chunks a metadata-only DELETE removes, as {@link #canDeleteWhere} found them. */
+    private List<String> removable;
 
     /**
      * @param sourceOptions what the Python source needs to find the table (uri, scope, stream,
      *     location, schema version, time travel), merged over every scan's and write's options
+     * @param state the table's key, its newest commit when loaded, and how to commit to it
      */
-    StreamcatTable(String name, StructType schema, Map<String, String> properties, Map<String, String> sourceOptions) {
+    StreamcatTable(String name, StructType schema, Map<String, String> properties, Map<String, String> sourceOptions,
+                   TableState state) {
         this.name = name;
         this.schema = schema;
         this.properties = Collections.unmodifiableMap(properties);
         this.sourceOptions = Collections.unmodifiableMap(sourceOptions);
+        this.state = state;
     }
 
     /** The same table read at another point of its history. */
     StreamcatTable at(String key, String value) {
         Map<String, String> options = new HashMap<>(sourceOptions);
         options.put(key, value);
-        return new StreamcatTable(name, schema, properties, options);
+        return new StreamcatTable(name, schema, properties, options, state);
     }
 
     Map<String, String> sourceOptions() {
         return sourceOptions;
+    }
+
+    /** The key columns of a primary-key table; empty for an append table. */
+    List<String> primaryKey() {
+        return state.primaryKey();
+    }
+
+    /** The newest commit when the table was loaded: the cut a row-level statement reads. */
+    long readCut() {
+        return state.lastCommit();
     }
 
     @Override
@@ -76,6 +112,22 @@ final class StreamcatTable implements Table, SupportsRead, SupportsWrite {
         return CAPABILITIES;
     }
 
+    @Override
+    public Constraint[] constraints() {
+        if (state.primaryKey().isEmpty()) {
+            return new Constraint[0];
+        }
+        NamedReference[] columns = state.primaryKey().stream().map(Expressions::column)
+                .toArray(NamedReference[]::new);
+        return new Constraint[] {Constraint.primaryKey(state.constraintName(), columns)
+                .enforced(true).rely(true).validationStatus(Constraint.ValidationStatus.VALID).build()};
+    }
+
+    @Override
+    public MetadataColumn[] metadataColumns() {
+        return state.primaryKey().isEmpty() ? POSITION.clone() : new MetadataColumn[0];
+    }
+
     /** The scan's or write's own options, with the table's (which win) on top; keys lower-cased. */
     private Map<String, String> merge(CaseInsensitiveStringMap options) {
         Map<String, String> merged = new HashMap<>();
@@ -84,51 +136,66 @@ final class StreamcatTable implements Table, SupportsRead, SupportsWrite {
         return merged;
     }
 
+    /** The options of a write: its own, the table's, and the query id. */
+    Map<String, String> writeOptions(LogicalWriteInfo info) {
+        Map<String, String> merged = merge(info.options());
+        merged.put("streamcat.queryid", info.queryId());
+        return merged;
+    }
+
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return new StreamcatScanBuilder(schema, merge(options));
+        // The table's own rows: Spark's Parquet scan when the snapshot allows it (NativeScan).
+        return new StreamcatScanBuilder(schema, merge(options), state);
+    }
+
+    /** A scan of rows of {@code readSchema} (the table's, or its change feed's). */
+    ScanBuilder newScanBuilder(CaseInsensitiveStringMap options, StructType readSchema) {
+        return new StreamcatScanBuilder(readSchema, merge(options));
     }
 
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
-        Map<String, String> merged = merge(info.options());
-        merged.put("streamcat.queryid", info.queryId());
-        return PythonSourceBridge.writeBuilder(new MergedWriteInfo(info, new CaseInsensitiveStringMap(merged)));
+        Map<String, String> merged = writeOptions(info);
+        return PythonSourceBridge.writeBuilder(new WriteInfo(info, new CaseInsensitiveStringMap(merged), info.schema()));
     }
 
-    /** A LogicalWriteInfo with other options. */
-    private static final class MergedWriteInfo implements LogicalWriteInfo {
-        private final LogicalWriteInfo info;
-        private final CaseInsensitiveStringMap options;
+    @Override
+    public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+        return StreamcatRowLevelOperation.builder(this, info);
+    }
 
-        MergedWriteInfo(LogicalWriteInfo info, CaseInsensitiveStringMap options) {
-            this.info = info;
-            this.options = options;
+    @Override
+    public boolean canDeleteWhere(Predicate[] predicates) {
+        if (!state.primaryKey().isEmpty()) {
+            return false;
         }
+        Optional<List<String>> plan = MetadataDelete.plan(state.chunks(readCut()), predicates);
+        removable = plan.orElse(null);
+        return plan.isPresent();
+    }
 
-        @Override
-        public CaseInsensitiveStringMap options() {
-            return options;
+    @Override
+    public void deleteWhere(Predicate[] predicates) {
+        if (removable == null && !canDeleteWhere(predicates)) {
+            throw new IllegalStateException("the statistics of " + name + " do not decide this DELETE");
         }
-
-        @Override
-        public String queryId() {
-            return info.queryId();
+        if (!removable.isEmpty()) {
+            state.removeChunks(removable, readCut());
         }
+    }
 
-        @Override
-        public StructType schema() {
-            return info.schema();
-        }
+    @Override
+    public boolean truncateTable() {
+        state.truncate();
+        return true;
+    }
 
+    /** A metadata column of the row position. */
+    private record Position(String name, DataType dataType, String comment) implements MetadataColumn {
         @Override
-        public Optional<StructType> rowIdSchema() {
-            return info.rowIdSchema();
-        }
-
-        @Override
-        public Optional<StructType> metadataSchema() {
-            return info.metadataSchema();
+        public boolean isNullable() {
+            return false;
         }
     }
 }

@@ -1,0 +1,145 @@
+"""Local compaction: a table's merged state rewritten as a few large columnar chunks, with pyarrow.
+
+The server never moves data bytes: the compacting client reads the table at its latest cut m
+(the merge of ``catalog_api.streams.merge.read_state``: one row per live key, or every row
+minus the deleted positions), writes it as columnar chunks of about ``rows_per_chunk`` rows
+(a primary-key table sorted by key, an append table in its row order) under the table's
+current schema, and commits them as one ``compaction`` commit with base cut m that removes
+every chunk visible at m. The new chunks' changes sort at m, so appends and primary-key
+row-level commits made meanwhile stay after them and the compaction does not conflict with
+them; change feeds and streaming reads skip compaction commits (docs/changelog-tables.md).
+
+A table that is one compaction's output and nothing else has nothing to compact: no commit.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from catalog_api import storage
+from catalog_api.client import CatalogClient
+from catalog_api.model import Chunk
+from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN
+from catalog_api.streams.chunks import write_columnar_chunk
+from catalog_api.streams.conflicts import COMPACTION, CommitInDoubt, Intent, Table, commit_checked, delete_quietly
+from catalog_api.streams.merge import TableLayout, is_compacted, read_state
+from catalog_api.streams.reader import StreamReader, scoped_registry
+from registry.client import RegistryClient
+
+#: Rows per compacted chunk.
+DEFAULT_ROWS_PER_CHUNK = 1_000_000
+#: Where compacted chunk files go under the stream's location.
+COMPACTED_DIR = "data"
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """What one compaction did. ``commit`` is None when there was nothing to compact."""
+
+    table: str
+    base_cut: int
+    commit: int | None
+    rows: int
+    chunks_removed: int
+    chunks_written: int
+    seconds: float
+
+    @property
+    def rows_per_second(self) -> float:
+        """Rows of the merged state per second of the whole compaction (read, merge, write, commit)."""
+        return self.rows / self.seconds if self.seconds > 0 else float("inf")
+
+
+class ChunkTables:
+    """``read_chunk`` for :func:`read_state`: a chunk's rows under the table's current schema, with the
+    chunk's ``OP_COLUMN`` when it has one (event chunks decoded through the registry)."""
+
+    def __init__(self, reader: StreamReader) -> None:
+        self.reader = reader
+        self.schema: pa.Schema | None = None
+
+    def __call__(self, chunk: Chunk) -> pa.Table:
+        batches = list(self.reader.read_chunk_batches(chunk, batch_rows=1 << 20))
+        table = pa.Table.from_batches(batches) if batches else self.empty()
+        if self.schema is None and batches:
+            self.schema = table.schema
+        if chunk.kind != "events":
+            op = self._op_column(chunk)
+            if op is not None:
+                table = table.append_column(OP_COLUMN, op)
+        return table
+
+    def empty(self) -> pa.Table:
+        """No rows, in the table's schema as far as it is known."""
+        schema = self.schema
+        if schema is None:
+            return pa.table({})
+        return schema.empty_table()
+
+    def _op_column(self, chunk: Chunk) -> pa.ChunkedArray | None:
+        fs, root = storage.resolve(self.reader.location)
+        with fs.open_input_file(f"{root}/{chunk.path}") as source:
+            parquet = pq.ParquetFile(source)
+            if OP_COLUMN not in parquet.schema_arrow.names:
+                return None
+            return parquet.read(columns=[OP_COLUMN]).column(OP_COLUMN)
+
+
+def _encoding_id(catalog_table: dict[str, Any], registry: RegistryClient, stream: str) -> int:
+    from registry.api.models import VersionInfo as VersionInfoModel
+
+    version = VersionInfoModel.model_validate(catalog_table["schemaVersion"]).to_domain()
+    return int(registry.encoding_id(stream, version))
+
+
+def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str, *,
+            rows_per_chunk: int = DEFAULT_ROWS_PER_CHUNK) -> CompactionResult:
+    """Compact ``scope.table`` at its latest cut; see the module docstring.
+
+    Raises ``CommitConflict`` (nothing committed, the files written removed) when an overwrite or an
+    append table's row-level commit came after the cut it compacted: run it again.
+    """
+    if rows_per_chunk < 1:
+        raise ValueError(f"rows_per_chunk must be positive, not {rows_per_chunk}")
+    started = time.perf_counter()
+    registry = scoped_registry(registry, scope)
+    described = catalog.get_table(scope, table)
+    layout = TableLayout.from_properties(described.get("properties") or {})
+    location = str(described["stream"]["location"])
+    target = Table(catalog, scope, table, location, layout.key, registry)
+    base, visible = catalog.snapshot(scope, table)
+    name = f"{scope}.{table}"
+    if not visible or (is_compacted(visible) and not any(c.kind == DELETES_KIND for c in visible)):
+        return CompactionResult(name, base, None, sum(c.event_count for c in visible), 0, 0,
+                                time.perf_counter() - started)
+    reader = StreamReader(catalog, registry, scope, table)
+    state = read_state(location, visible, layout, ChunkTables(reader))
+    if layout.is_keyed and state.num_rows:
+        state = state.sort_by([(k, "ascending") for k in layout.key])
+    encoding_id = _encoding_id(described, registry, table)
+    written: list[Chunk] = []
+    try:
+        for start in range(0, state.num_rows, rows_per_chunk):
+            piece = state.slice(start, rows_per_chunk)
+            path = f"{COMPACTED_DIR}/{uuid.uuid4().hex}.compacted.parquet"
+            stats = write_columnar_chunk(location, path, piece, encoding_id)
+            written.append(stats.columnar(path, sequence=base))
+        intent = Intent(COMPACTION, base, removes=tuple(c.path for c in visible))
+        answer = commit_checked(target, written, intent, properties={"streamcat.compaction.rows": str(state.num_rows)},
+                                writer_id=f"compaction-{uuid.uuid4()}", writer_sequence=0)
+    except CommitInDoubt:
+        raise  # the files may be the table's now: they stay (gc removes them if the commit was not made)
+    except BaseException:
+        delete_quietly(location, [c.path for c in written])
+        raise
+    return CompactionResult(name, base, int(answer["number"]), state.num_rows, len(visible), len(written),
+                            time.perf_counter() - started)
+
+
+__all__ = ["DEFAULT_ROWS_PER_CHUNK", "ChunkTables", "CompactionResult", "compact"]

@@ -1,0 +1,858 @@
+"""Debezium change events into a primary-key table: parsing, types, duplicates, exactly-once ingest.
+
+Input is Debezium's JSON, one event per line (``streamcat ingest --format debezium-json``) or
+one dict per event (:func:`ingest`):
+
+* both envelopes: ``{"schema": ..., "payload": {...}}`` (the JSON converter with schemas) and the
+  bare payload ``{"before": ..., "after": ..., "source": ..., "op": ...}``;
+* ops ``c`` (create), ``r`` (snapshot read) and ``u`` (update) upsert ``after``; ``d`` deletes the key
+  of ``before``. An update whose ``before`` holds another key deletes that key too (a key change);
+* tombstones (an empty line, ``null``, or a ``payload`` of null) are skipped;
+* ``u`` and ``d`` events need the key in ``before``: PostgreSQL sends no ``before`` for updates
+  unless the table has ``REPLICA IDENTITY FULL``, so such events are refused, naming the line;
+* a line that is not such an event fails its batch, naming the line: nothing of that batch is
+  committed (the batches before it are).
+
+**Values** are converted to the table's column types. Supported encodings (those of the default
+configuration of the PostgreSQL connector, and the alternatives named):
+
+==================  ==========================================================================
+table column        Debezium value
+==================  ==========================================================================
+date                int days since 1970-01-01 (``io.debezium.time.Date``; Kafka Connect's Date),
+                    or an ISO date string
+timestamp[_ntz]     int since the epoch: in the unit the envelope's schema names
+                    (``io.debezium.time.Timestamp`` ms, ``MicroTimestamp`` us, ``NanoTimestamp`` ns,
+                    Kafka Connect's Timestamp ms) or, without a schema, in the column's unit (micros:
+                    what ``timestamp``/``timestamp(6)`` columns give under ``time.precision.mode``
+                    ``adaptive``); or an ISO-8601 string (``io.debezium.time.ZonedTimestamp``, for
+                    ``timestamptz``), converted to UTC
+time                int (``io.debezium.time.Time`` ms, ``MicroTime`` us, ``NanoTime`` ns; without a
+                    schema, micros)
+decimal(p, s)       ``decimal.handling.mode`` ``precise`` (default): base64 of the big-endian two's
+                    complement unscaled value, with the scale of the schema's ``parameters`` (without
+                    a schema: the column's scale); ``io.debezium.data.VariableScaleDecimal``
+                    (``{"scale", "value"}``); ``string`` mode (decimal strings: pass
+                    ``decimal_handling="string"`` when there is no schema); ``double`` mode (numbers)
+binary              base64 (``binary.handling.mode`` ``bytes``, the default)
+other types         the JSON value as it is (numbers, booleans, strings, arrays, objects)
+==================  ==========================================================================
+
+Not supported: ``time.precision.mode`` ``connect`` for sub-millisecond types, ``binary.handling.mode``
+hex, NaN/Infinity (Jackson writes them as bare words, which is not JSON), TOAST placeholders
+(``__debezium_unavailable_value``: use REPLICA IDENTITY FULL). A column of the event that the table
+lacks is refused (add it to the table first); a column the event lacks is null.
+
+**Duplicates.** An at-least-once pipeline re-delivers events after a restart. Every event has a
+*source position*, ordered as the source log is:
+
+* PostgreSQL (``source.lsn``): ``(last commit LSN, LSN)`` from ``source.sequence`` (Debezium >= 1.4),
+  else ``(0, LSN)`` (exact only while transactions do not interleave);
+* MySQL (``source.file``/``source.pos``): ``(binlog file, pos, row)``;
+* anything else: no position, and no deduplication.
+
+Positions only grow in a log, so an event below the highest position applied is a re-delivery
+and is skipped. One WAL record can give several events at one position: a primary key update
+gives a ``d`` and a ``c``, so at the highest position an event is skipped only if an event of its
+op was applied there; snapshot reads (op ``r``) all share the snapshot's position: they are
+applied (an upsert of a snapshot image is idempotent), and the number applied there is
+remembered so that a re-run skips exactly those.
+
+**Exactly once.** Changes are committed in batches of ``batch_size`` applied events, pre-merged (a
+key appears once per commit: its last change) through :class:`~catalog_api.streams.StreamWriter`,
+with the writer id and a sequence number that grows by one per batch, and with the position of
+the batch's last event in the commit's properties (``debezium.position``). An ingest with a writer
+id that committed before resumes after that position: re-running the same file (or a file that
+overlaps the last one, as a restarted connector writes) commits nothing twice, and a commit whose
+answer was lost is re-sent under the same sequence, which the server answers as a duplicate.
+Batch boundaries do not matter for that: a re-run may use another ``batch_size``.
+
+**Speed.** Lines decode (msgspec) straight into structs of the table's columns: a wrapped
+envelope's ``schema`` stays raw bytes (compared with the last one seen), the source block's
+other fields are skipped, and a row's values come out as one tuple. A batch is pre-merged by key
+as it is gathered, converted column by column to Arrow and written as one change chunk.
+"""
+
+from __future__ import annotations
+
+import binascii
+import gc
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from operator import attrgetter
+from typing import Any
+
+import msgspec
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from catalog_api.client import CatalogClient
+from catalog_api.streams.changes import DELETE, UPSERT
+from catalog_api.streams.writer import KeyedLayout, StreamWriter
+from registry.client import RegistryClient
+
+#: Commit properties an ingest records: the position of the last applied event, and how many events
+#: the commit applied.
+POSITION_PROPERTY = "debezium.position"
+EVENTS_PROPERTY = "debezium.events"
+#: Changes per commit by default.
+DEFAULT_BATCH_SIZE = 10_000
+DECIMAL_MODES = ("precise", "string", "double")
+_OPS = {"c": UPSERT, "r": UPSERT, "u": UPSERT, "d": DELETE}
+_REPLICA_HINT = ("the key must be in `before`: for PostgreSQL run ALTER TABLE ... REPLICA IDENTITY FULL "
+                 "(without it an update has no `before`, and a delete's holds only the primary key)")
+_TIMESTAMP_UNITS = {
+    "io.debezium.time.Timestamp": "ms", "org.apache.kafka.connect.data.Timestamp": "ms",
+    "io.debezium.time.MicroTimestamp": "us", "io.debezium.time.NanoTimestamp": "ns",
+}
+_TIME_UNITS = {
+    "io.debezium.time.Time": "ms", "org.apache.kafka.connect.data.Time": "ms",
+    "io.debezium.time.MicroTime": "us", "io.debezium.time.NanoTime": "ns",
+}
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+
+
+class DebeziumError(ValueError):
+    """An event that cannot be applied; ``line`` is its 1-based line (or position in the iterable)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        self.line = line
+        self.reason = message
+        super().__init__(f"line {line}: {message}" if line is not None else message)
+
+
+# -- source positions ------------------------------------------------------------------------------
+
+Position = tuple[Any, ...]
+
+
+def source_position(source: Any) -> tuple[str, Position] | None:
+    """(connector kind, position) of an event's ``source`` block, ordered as the source's log; None when
+    the source has no position this module knows (see the module's docstring)."""
+    if not isinstance(source, dict):
+        return None
+    lsn = source.get("lsn")
+    if lsn is not None:
+        return "postgresql", _pg_position(int(lsn), source.get("sequence"))
+    file, pos = source.get("file"), source.get("pos")
+    if file is not None and pos is not None:
+        return "mysql", (str(file), int(pos), int(source.get("row") or 0))
+    return None
+
+
+def _pg_position(lsn: int, sequence: Any) -> Position:
+    if sequence is None:
+        return (0, lsn)
+    if isinstance(sequence, str) and sequence.startswith('["') and sequence.endswith('"]'):
+        parts = sequence[2:-2].split('","')
+        if len(parts) == 2:
+            return (int(parts[0]), int(parts[1]))
+    parsed = msgspec.json.decode(sequence) if isinstance(sequence, str | bytes) else sequence
+    if not isinstance(parsed, list) or len(parsed) != 2:
+        raise ValueError(f"source.sequence {sequence!r} is not [last commit LSN, LSN]")
+    commit, current = parsed
+    return (int(commit) if commit is not None else 0, int(current) if current is not None else lsn)
+
+
+@dataclass
+class SourceMark:
+    """How far a source has been applied: the highest position, and the events applied exactly there
+    (one WAL record can give several events: a primary key update gives a delete and a create, a snapshot
+    gives every read at the snapshot's position)."""
+
+    kind: str
+    position: Position
+    #: snapshot reads (op r) applied at the position
+    reads: int = 0
+    #: the other ops applied at the position, e.g. "dc"
+    ops: str = ""
+
+    def to_property(self) -> str:
+        """The mark as a commit property value (JSON)."""
+        return msgspec.json.encode([self.kind, list(self.position), self.reads, self.ops]).decode()
+
+    @classmethod
+    def from_property(cls, text: str) -> SourceMark:
+        """The mark a commit recorded."""
+        kind, position, reads, ops = msgspec.json.decode(text)
+        return cls(str(kind), tuple(position), int(reads), str(ops))
+
+    def copy(self) -> SourceMark:
+        """A copy that later events do not move."""
+        return SourceMark(self.kind, self.position, self.reads, self.ops)
+
+
+# -- column conversions ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Hint:
+    """What the envelope's schema says of one column: its semantic name, Connect type and decimal scale."""
+
+    semantic: str | None = None
+    connect_type: str | None = None
+    scale: int | None = None
+
+
+def schema_hints(schema: Any) -> dict[str, _Hint]:
+    """Per column, what a wrapped envelope's ``schema`` says of its encoding (empty when it says nothing)."""
+    hints: dict[str, _Hint] = {}
+    if not isinstance(schema, dict):
+        return hints
+    for part in schema.get("fields") or ():
+        if not isinstance(part, dict) or part.get("field") not in ("after", "before"):
+            continue
+        for column in part.get("fields") or ():
+            if not isinstance(column, dict) or "field" not in column:
+                continue
+            parameters = column.get("parameters") or {}
+            scale = parameters.get("scale")
+            hints[str(column["field"])] = _Hint(column.get("name"), column.get("type"),
+                                                int(scale) if scale is not None else None)
+        if hints:
+            break
+    return hints
+
+
+class _Unconvertible(Exception):
+    """A value that does not fit its column (the caller finds which row)."""
+
+
+def _b64(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise _Unconvertible(f"expected base64 text, got {value!r}")
+    try:
+        return binascii.a2b_base64(value, strict_mode=True)
+    except binascii.Error as e:
+        raise _Unconvertible(f"{value!r} is not base64: {e}") from None
+
+
+def _decimal_value(value: Any, scale: int | None, mode: str, target_scale: int) -> Decimal | None:
+    if value is None:
+        return None
+    if isinstance(value, dict):  # io.debezium.data.VariableScaleDecimal
+        raw = value.get("value")
+        return Decimal(int.from_bytes(_b64(raw), "big", signed=True)).scaleb(-int(value.get("scale") or 0))
+    if isinstance(value, bool):
+        raise _Unconvertible(f"{value!r} is no decimal")
+    if isinstance(value, int | float):
+        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if isinstance(value, str):
+        if mode == "precise":
+            unscaled = int.from_bytes(_b64(value), "big", signed=True)
+            return Decimal(unscaled).scaleb(-(target_scale if scale is None else scale))
+        try:
+            return Decimal(value)
+        except ArithmeticError:
+            raise _Unconvertible(f"{value!r} is no decimal") from None
+    raise _Unconvertible(f"{value!r} is no decimal")
+
+
+def _scaled(values: pa.Array, from_unit: str, to_unit: str) -> pa.Array:
+    """int64 counts of ``from_unit`` as counts of ``to_unit`` (refusing to drop precision)."""
+    a, b = _PER_SECOND[from_unit], _PER_SECOND[to_unit]
+    if a == b:
+        return values
+    if b > a:
+        return pc.multiply_checked(values, b // a)
+    divided = pc.divide(values, a // b)
+    if pc.all(pc.equal(pc.multiply(divided, a // b), values)).as_py() is not False:
+        return divided
+    raise _Unconvertible(f"a value in {from_unit} has more precision than the column's {to_unit}")
+
+
+def _convert(values: Sequence[Any], target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
+    """One column of raw JSON values as an Arrow array of ``target`` (raises on any value that does not fit)."""
+    try:
+        return _convert_unchecked(values, target, hint, decimal_mode)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
+            OverflowError, ArithmeticError) as e:
+        raise _Unconvertible(str(e)) from None
+
+
+def _first(values: Sequence[Any]) -> Any:
+    return next((v for v in values if v is not None), None)
+
+
+def _timestamps(text: pa.Array, target: pa.DataType) -> pa.Array:
+    """ISO-8601 strings as timestamps of ``target`` (with a zone: the instant, in UTC)."""
+    try:
+        parsed = text.cast(pa.timestamp("ns", tz="UTC"))
+    except pa.ArrowInvalid:
+        parsed = text.cast(pa.timestamp("ns"))  # ISO without a zone: as it is
+    if target.tz is None and parsed.type.tz is not None:
+        parsed = parsed.cast(pa.timestamp("ns"))
+    elif target.tz is not None and parsed.type.tz is None:
+        parsed = parsed.cast(pa.int64()).cast(pa.timestamp("ns", tz=target.tz))
+    return parsed.cast(target)  # a safe cast: refuses to drop precision
+
+
+def _convert_unchecked(values: Sequence[Any], target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
+    first = _first(values)
+    if pa.types.is_date(target):
+        if isinstance(first, str):
+            return pa.array(values, pa.string()).cast(target)
+        return pa.array(values, pa.int32()).cast(pa.date32()).cast(target)
+    if pa.types.is_timestamp(target):
+        if isinstance(first, str):
+            return _timestamps(pa.array(values, pa.string()), target)
+        unit = _TIMESTAMP_UNITS.get(hint.semantic or "", target.unit)
+        counts = _scaled(pa.array(values, pa.int64()), unit, target.unit)
+        return counts.cast(pa.timestamp(target.unit, tz=target.tz))
+    if pa.types.is_time(target):
+        unit = _TIME_UNITS.get(hint.semantic or "", target.unit)
+        counts = _scaled(pa.array(values, pa.int64()), unit, target.unit)
+        return counts.cast(pa.int32() if pa.types.is_time32(target) else pa.int64()).cast(target)
+    if pa.types.is_decimal(target):
+        mode = decimal_mode
+        if hint.semantic == "org.apache.kafka.connect.data.Decimal":
+            mode = "precise"
+        elif hint.connect_type == "string":
+            mode = "string"
+        if mode == "precise" and isinstance(first, str) and (hint.scale is None or hint.scale == target.scale):
+            # The fast path: unscaled values that fit an int64, laid out as the decimal's storage.
+            try:
+                unscaled = [None if v is None else int.from_bytes(_b64(v), "big", signed=True) for v in values]
+                narrow = pa.array(unscaled, pa.int64())
+                bounds = pc.min_max(narrow).as_py()
+                limit = 10**target.precision
+                if bounds["min"] is not None and not (-limit < bounds["min"] and bounds["max"] < limit):
+                    raise _Unconvertible(f"a value has more than the column's {target.precision} digits")
+                wide = narrow.cast(pa.decimal128(38, 0))
+            except (_Unconvertible, pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                pass  # other kinds of values among them, or wide ones: one by one below
+            else:
+                if target.precision <= 38:
+                    exact = pa.Array.from_buffers(pa.decimal128(target.precision, target.scale), len(wide),
+                                                  wide.buffers(), null_count=wide.null_count)
+                    return exact.cast(target)
+        scale = target.scale
+        return pa.array([_decimal_value(v, hint.scale, mode, scale) for v in values], target)
+    binary = pa.types.is_binary(target) or pa.types.is_large_binary(target) or pa.types.is_fixed_size_binary(target)
+    if binary and isinstance(first, str):
+        return pa.array([None if v is None else _b64(v) for v in values], target)
+    return pa.array(values, target)
+
+
+_RAW_TYPES: dict[type, pa.DataType] = {int: pa.int64(), str: pa.string(), float: pa.float64(), bool: pa.bool_()}
+
+
+def _direct(target: pa.DataType) -> bool:
+    """Whether Debezium's JSON values of a column of ``target`` are the column's values as they are."""
+    return bool(pa.types.is_integer(target) or pa.types.is_floating(target) or pa.types.is_boolean(target)
+                or pa.types.is_string(target) or pa.types.is_large_string(target))
+
+
+def _from_raw(values: pa.Array, target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
+    """A column of JSON values, read by Arrow as their JSON type, as ``target`` (raises when one does not fit)."""
+    if pa.types.is_integer(values.type):
+        if pa.types.is_date(target):
+            return values.cast(pa.int32()).cast(pa.date32()).cast(target)
+        if pa.types.is_timestamp(target):
+            unit = _TIMESTAMP_UNITS.get(hint.semantic or "", target.unit)
+            return _scaled(values, unit, target.unit).cast(pa.timestamp(target.unit, tz=target.tz))
+        if pa.types.is_time(target):
+            unit = _TIME_UNITS.get(hint.semantic or "", target.unit)
+            counts = _scaled(values, unit, target.unit)
+            return counts.cast(pa.int32() if pa.types.is_time32(target) else pa.int64()).cast(target)
+    elif pa.types.is_string(values.type):
+        if pa.types.is_timestamp(target):
+            return _timestamps(values, target)
+        if pa.types.is_date(target):
+            return values.cast(target)
+    return _convert_unchecked(values.to_pylist(), target, hint, decimal_mode)
+
+
+# -- the decoder -----------------------------------------------------------------------------------
+
+@dataclass
+class ChangeBatch:
+    """One commit's worth of changes: pre-merged Arrow rows and their row kinds, and where the source stands."""
+
+    table: pa.Table
+    #: one UPSERT/DELETE per row
+    ops: pa.Array
+    #: applied events in the batch (before pre-merging)
+    events: int
+    #: the source mark after the batch's last applied event (None: the events carry no position)
+    mark: SourceMark | None
+    #: the first and last line of the batch's events
+    lines: tuple[int, int]
+
+
+@dataclass
+class DecodeStats:
+    """What a decoder has seen so far."""
+
+    lines: int = 0
+    events: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    tombstones: int = 0
+
+
+@dataclass
+class _Pending:
+    """The changes of the batch being gathered."""
+
+    #: each row's values in the table's column order
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+
+
+class DebeziumDecoder:
+    """Turns Debezium events into :class:`ChangeBatch` es for a primary-key table of Arrow schema ``schema``.
+
+    ``mark`` is where a previous ingest stopped (events at or below it are skipped as re-deliveries).
+    """
+
+    def __init__(self, schema: pa.Schema, layout: KeyedLayout, *, batch_size: int = DEFAULT_BATCH_SIZE,
+                 mark: SourceMark | None = None, decimal_handling: str = "precise") -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be positive")
+        if decimal_handling not in DECIMAL_MODES:
+            raise ValueError(f"decimal_handling is one of {', '.join(DECIMAL_MODES)}")
+        missing = [k for k in layout.key if k not in schema.names]
+        if missing:
+            raise ValueError(f"the table's schema lacks its key columns {missing}")
+        self.schema = schema
+        self.layout = layout
+        self.batch_size = batch_size
+        self.decimal_handling = decimal_handling
+        self.mark = mark
+        # A re-run skips the snapshot reads the mark counts at its own position.
+        self._skip_at_mark = mark.reads if mark is not None else 0
+        self.stats = DecodeStats()
+        self._columns = tuple(schema.names)
+        self._known = frozenset(self._columns)
+        self._nulls = (None,) * len(self._columns)
+        self._key_positions = [(self._columns.index(k), k) for k in layout.key]
+        self._hints: dict[str, _Hint] = {}
+        # Lines decode straight into structs of the table's columns (msgspec): nothing of an event is
+        # built that ingest does not use (a wrapped envelope's schema stays raw bytes), unknown columns
+        # are refused as they are met, and a row's values come out in column order at once.
+        self._row_type = msgspec.defstruct(
+            "Row", [(f"c{i}", Any, None) for i in range(len(self._columns))],
+            rename={f"c{i}": c for i, c in enumerate(self._columns)}, forbid_unknown_fields=True, gc=False)
+        self._key_fields = tuple(f"c{self._columns.index(k)}" for k in layout.key)
+        self._key_getter = attrgetter(*self._key_fields)
+        source = msgspec.defstruct("Source", [(n, Any, None) for n in ("lsn", "sequence", "file", "pos", "row")],
+                                   gc=False)
+        event = [("before", self._row_type | None, None), ("after", self._row_type | None, None),
+                 ("op", Any, None), ("source", source | None, None)]
+        payload = msgspec.defstruct("Payload", event, gc=False)
+        self._envelope = msgspec.defstruct(
+            "Envelope", [*event, ("payload", payload | None | msgspec.UnsetType, msgspec.UNSET),
+                         ("schema", msgspec.Raw, msgspec.Raw())], gc=False)
+        self._decoder = msgspec.json.Decoder(self._envelope | None)
+
+    # -- one batch's rows into Arrow --------------------------------------------------------------
+
+    def _batch(self, pending: _Pending, events: int, first_line: int) -> ChangeBatch:
+        rows, lines = pending.rows, pending.lines
+        columns = self._columns_at_once(rows) if rows else None
+        if columns is None:  # column by column, finding the row of a value that does not convert
+            columns = []
+            extracted: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in self._columns]
+            no_hint = _Hint()
+            for name, target, values in zip(self._columns, self.schema.types, extracted, strict=True):
+                hint = self._hints.get(name, no_hint)
+                try:
+                    columns.append(_convert(values, target, hint, self.decimal_handling))
+                except _Unconvertible:
+                    raise self._blame(name, target, hint, values, lines) from None
+        table = pa.Table.from_arrays(columns, schema=self.schema)
+        ops = pa.array(pending.ops, pa.int8())
+        mark = None if self.mark is None else self.mark.copy()
+        return ChangeBatch(table, ops, events, mark, (first_line, lines[-1] if lines else first_line))
+
+    def _columns_at_once(self, rows: list[tuple[Any, ...]]) -> list[pa.Array] | None:
+        """The rows' columns, converted from one pass of Arrow over the rows (a struct array of the values'
+        JSON types), then column by column in Arrow; None when some value does not fit (the caller then
+        goes column by column in Python, which names the line)."""
+        raw: list[pa.Field] = []
+        sample = rows[:256]
+        for index, (name, target) in enumerate(zip(self._columns, self.schema.types, strict=True)):
+            if _direct(target):
+                kind: pa.DataType | None = target
+            else:
+                first = next((row[index] for row in sample if row[index] is not None), None)
+                kind = _RAW_TYPES.get(type(first))
+                if kind is None:
+                    return None  # nothing to tell the column's encoding by, or an object
+            raw.append(pa.field(name, kind))
+        try:
+            struct = pa.array(rows, pa.struct(raw))
+            no_hint = _Hint()
+            return [child if _direct(target) else _from_raw(child, target, self._hints.get(name, no_hint),
+                                                            self.decimal_handling)
+                    for name, target, child in zip(self._columns, self.schema.types, struct.flatten(), strict=True)]
+        except (_Unconvertible, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+                ValueError, OverflowError, ArithmeticError):
+            return None
+
+    def _delete_values(self, before: Any) -> tuple[Any, ...]:
+        """A delete row: the key of ``before`` (a row struct), every other column null."""
+        values = list(self._nulls)
+        for position, _column in self._key_positions:
+            values[position] = getattr(before, f"c{position}")
+        return tuple(values)
+
+    def _event(self, item: Any, line: int) -> Any:
+        """An event that did not decode as a Debezium event of the table's columns (or was given parsed), as
+        the envelope struct, or None for a tombstone; a DebeziumError that says what is wrong with it."""
+        if isinstance(item, bytes | bytearray | memoryview | str):
+            try:
+                item = msgspec.json.decode(item)
+            except msgspec.DecodeError as e:
+                raise DebeziumError(f"not JSON: {e}", line) from None
+        if item is None:
+            return None
+        if not isinstance(item, dict):
+            raise DebeziumError(f"an event is a JSON object, not {type(item).__name__}", line)
+        payload = item.get("payload", item)
+        if payload is None:
+            return None  # the wrapped envelope's tombstone
+        if not isinstance(payload, dict):
+            raise DebeziumError("`payload` is not an object", line)
+        for side in ("before", "after"):
+            image = (payload or {}).get(side)
+            if image is not None and not isinstance(image, dict):
+                raise DebeziumError(f"`{side}` is not an object", line)
+            unknown = sorted((image or {}).keys() - self._known)
+            if unknown:
+                raise DebeziumError(f"columns {unknown} are not in the table (add them to it first: "
+                                    "ALTER TABLE ... ADD COLUMNS)", line)
+        schema = item.get("schema") if payload is not item else None
+        try:
+            event: Any = msgspec.convert({"payload": payload} if payload is not item else item, self._envelope)
+        except msgspec.ValidationError as e:
+            raise DebeziumError(f"not a Debezium change event: {e}", line) from None
+        if schema is not None:
+            event.schema = msgspec.Raw(msgspec.json.encode(schema))
+        return event
+
+    def _blame(self, name: str, target: pa.DataType, hint: _Hint, values: Sequence[Any],
+               lines: list[int]) -> DebeziumError:
+        for value, line in zip(values, lines, strict=True):
+            try:
+                _convert([value], target, hint, self.decimal_handling)
+            except _Unconvertible as e:
+                return DebeziumError(f"column {name!r}: {value!r} does not convert to {target}: {e}", line)
+        return DebeziumError(f"column {name!r} does not convert to {target}", lines[0] if lines else None)
+
+    # -- events -----------------------------------------------------------------------------------
+
+    def _schema_hints(self, schema: Any) -> dict[str, _Hint]:
+        """What a wrapped envelope's schema says of the table's columns."""
+        return {k: v for k, v in schema_hints(schema).items() if k in self._known}
+
+    def batches(self, events: Iterable[Any]) -> Iterator[ChangeBatch]:
+        """The batches of ``events``: lines (bytes or str, JSON) or parsed events (dicts, or None for
+        tombstones), numbered from 1 in the order given. Raises :class:`DebeziumError` at the first event
+        that cannot be applied (the batch it would have joined is never yielded)."""
+        key = self.layout.key
+        single = self._key_fields[0] if len(key) == 1 else None
+        key_of: Callable[[Any], Any] = self._key_getter
+        sequenced = self.layout.sequence_field is not None
+        partial = self.layout.merge_engine == "partial-update"
+        simple = not sequenced and not partial
+        stats = self.stats
+        astuple = msgspec.structs.astuple
+        delete_values = self._delete_values
+        decode = self._decoder.decode
+        errors = (msgspec.DecodeError, msgspec.ValidationError)
+        ops_of = _OPS
+        pg_position = _pg_position
+        last_head, last_commit = "", 0
+        last_schema = msgspec.Raw()
+        unset = msgspec.UNSET
+        # pre-merged changes of the batch: key -> (op, row, line) (partial-update and sequenced tables
+        # gather theirs in `partials` and `log`)
+        merged: dict[Any, tuple[int, tuple[Any, ...], int]] = {}
+        partials: dict[Any, list[Any]] = {}
+        log = _Pending()
+        applied = first_line = line = 0
+        seen = duplicates = tombstones = 0
+        batch_size = self.batch_size
+        # the source mark, in locals while the loop runs (synced to self.mark for each batch)
+        mark = self.mark
+        m_kind, m_position = (mark.kind, mark.position) if mark is not None else ("", ())
+        m_reads, m_ops = (mark.reads, mark.ops) if mark is not None else (0, "")
+        skip_reads = self._skip_at_mark
+
+        def emit() -> ChangeBatch:
+            nonlocal merged, partials, log, applied
+            stats.lines, stats.events, stats.duplicates, stats.tombstones = line, seen, duplicates, tombstones
+            stats.applied += applied
+            if m_kind:
+                self.mark = SourceMark(m_kind, m_position, m_reads, m_ops)
+            self._skip_at_mark = skip_reads
+            batch = self._batch(self._pending(merged, partials, log), applied, first_line)
+            merged, partials, log, applied = {}, {}, _Pending(), 0
+            return batch
+
+        for item in events:
+            line += 1
+            item_type = type(item)
+            if item_type is bytes or item_type is str:
+                if len(item) < 8 and not item.strip():
+                    tombstones += 1
+                    continue
+                try:
+                    value = decode(item)
+                except errors:
+                    value = self._event(item, line)  # says what is wrong, or takes it as it is
+            else:
+                value = self._event(item, line)
+            if value is None:
+                tombstones += 1
+                continue
+            payload = value.payload
+            if payload is None:
+                tombstones += 1  # {"schema": ..., "payload": null}
+                continue
+            if payload is not unset:
+                schema = value.schema
+                value = payload
+                # A schema that converts differently starts a new batch: a batch converts under one.
+                if schema != last_schema:
+                    last_schema = schema
+                    hints = self._schema_hints(msgspec.json.decode(schema) if len(schema) else None)
+                    if hints != self._hints:
+                        if applied:
+                            yield emit()
+                        self._hints = hints
+            seen += 1
+            op: Any = value.op
+            code = ops_of.get(op) if type(op) is str else None
+            if code is None:
+                raise DebeziumError(f"unknown op {op!r} (Debezium's are c, r, u, d)", line)
+            # -- re-deliveries
+            source = value.source
+            lsn = source.lsn if source is not None else None
+            try:
+                if lsn is not None:
+                    kind = "postgresql"
+                    sequence = source.sequence
+                    head, comma, _ = sequence.partition('","') if type(sequence) is str else ("", "", "")
+                    if comma and type(lsn) is int and head[:2] == '["':
+                        # '["<last commit LSN>","<LSN>"]', the commit part shared by a transaction's events
+                        if head != last_head:
+                            last_head, last_commit = head, int(head[2:])
+                        position: Position | None = (last_commit, lsn)
+                    else:
+                        position = pg_position(int(lsn), sequence)
+                else:
+                    found = source_position(msgspec.structs.asdict(source) if source is not None else None)
+                    kind, position = found if found is not None else ("", None)
+            except (TypeError, ValueError) as e:
+                raise DebeziumError(f"bad source position: {e}", line) from None
+            if position is not None:
+                if kind is not m_kind and kind != m_kind:
+                    if m_kind:
+                        raise DebeziumError(f"a {kind} event among {m_kind} events: one ingest reads one source",
+                                            line)
+                    m_kind, m_position, m_reads, m_ops = kind, position, 0, ""
+                elif position > m_position:
+                    m_position, m_reads, m_ops, skip_reads = position, 0, "", 0
+                elif position < m_position:
+                    duplicates += 1
+                    continue
+                elif op == "r":
+                    if skip_reads:  # a snapshot read a previous run applied
+                        skip_reads -= 1
+                        duplicates += 1
+                        continue
+                elif op in m_ops:  # this position's event of this op again
+                    duplicates += 1
+                    continue
+                if op == "r":
+                    m_reads += 1
+                else:
+                    m_ops += op
+            # -- the change
+            before: Any = value.before
+            if code == UPSERT:
+                after: Any = value.after
+                if after is None:
+                    raise DebeziumError(f"op {op!r} without an `after` row", line)
+                ident = key_of(after)
+                if ident is None or (single is None and None in ident):
+                    raise DebeziumError(f"a key column ({', '.join(key)}) missing or null in `after`", line)
+                if op != "u":
+                    old = ident
+                elif before is not None and (old := key_of(before)) is not None and (
+                        single is not None or None not in old):
+                    pass
+                else:
+                    old = self._key_of(before, key, single, "an update", line)
+                values = astuple(after)
+            else:
+                ident = old = self._key_of(before, key, single, "a delete", line)
+                values = delete_values(before)
+            try:
+                if old != ident:  # a key change: the old key goes
+                    self._add(merged, partials, log, sequenced, partial, old, DELETE, delete_values(before), line)
+                if simple:
+                    merged[ident] = (code, values, line)
+                else:
+                    self._add(merged, partials, log, sequenced, partial, ident, code, values, line)
+            except TypeError:
+                raise DebeziumError(f"key ({', '.join(key)}) is not a scalar: {ident!r}", line) from None
+            if not applied:
+                first_line = line
+            applied += 1
+            if applied >= batch_size:
+                yield emit()
+        if applied:
+            yield emit()
+        stats.lines, stats.events, stats.duplicates, stats.tombstones = line, seen, duplicates, tombstones
+        if m_kind:
+            self.mark = SourceMark(m_kind, m_position, m_reads, m_ops)
+
+    def _key_of(self, before: Any, key: Sequence[str], single: str | None, what: str, line: int) -> Any:
+        if before is None:
+            raise DebeziumError(f"{what} without `before`; {_REPLICA_HINT}", line)
+        ident = self._key_getter(before)
+        if ident is None or (single is None and None in ident):
+            raise DebeziumError(f"{what} whose `before` lacks a key column ({', '.join(key)}) or has it null; "
+                                f"{_REPLICA_HINT}", line)
+        return ident
+
+    @staticmethod
+    def _add(merged: dict[Any, tuple[int, tuple[Any, ...], int]], partials: dict[Any, list[Any]],
+             log: _Pending, sequenced: bool, partial: bool, ident: Any, code: int, row: tuple[Any, ...],
+             line: int) -> None:
+        if sequenced:
+            log.rows.append(row)
+            log.ops.append(code)
+            log.lines.append(line)
+        elif partial:
+            entry = partials.get(ident)
+            if entry is None:
+                partials[ident] = [row, line, None, 0] if code == DELETE else [None, 0, row, line]
+            elif code == DELETE:
+                entry[:] = [row, line, None, 0]
+            elif entry[2] is None:
+                entry[2], entry[3] = row, line
+            else:
+                merged_row = tuple(new if new is not None else old for old, new in zip(entry[2], row, strict=True))
+                entry[2], entry[3] = merged_row, line
+        else:
+            merged[ident] = (code, row, line)
+
+    def _pending(self, merged: dict[Any, tuple[int, tuple[Any, ...], int]], partials: dict[Any, list[Any]],
+                 log: _Pending) -> _Pending:
+        if self.layout.sequence_field is not None:
+            pending = log
+        elif self.layout.merge_engine == "partial-update":
+            pending = _Pending()
+            for deleted, deleted_line, upsert, upsert_line in partials.values():
+                if deleted is not None:
+                    pending.rows.append(deleted)
+                    pending.ops.append(DELETE)
+                    pending.lines.append(deleted_line)
+                if upsert is not None:
+                    pending.rows.append(upsert)
+                    pending.ops.append(UPSERT)
+                    pending.lines.append(upsert_line)
+        else:
+            pending = _Pending()
+            rows, ops, lines = pending.rows, pending.ops, pending.lines
+            for code, row, line in merged.values():
+                rows.append(row)
+                ops.append(code)
+                lines.append(line)
+        return pending
+
+
+# -- ingest ----------------------------------------------------------------------------------------
+
+@dataclass
+class IngestResult:
+    """What an ingest did."""
+
+    commits: int = 0
+    #: batches a previous run had committed already (re-sent, answered as duplicates)
+    repeated: int = 0
+    lines: int = 0
+    events: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    tombstones: int = 0
+    rows: int = 0
+    seconds: float = 0.0
+    mark: SourceMark | None = None
+    writer_id: str = ""
+    last_commit: int | None = None
+
+
+def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str, events: Iterable[Any], *,
+           writer_id: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, decimal_handling: str = "precise",
+           on_commit: Callable[[IngestResult], None] | None = None) -> IngestResult:
+    """Apply Debezium events (JSON lines as bytes/str, or parsed dicts; None is a tombstone) to the
+    primary-key table ``scope.table``: one commit per ``batch_size`` applied events.
+
+    With a ``writer_id`` that ingested before, events up to the position its last commit recorded are
+    skipped (exactly once across re-runs). On a :class:`DebeziumError` the batch being gathered is
+    dropped (nothing of it visible) and the error propagates; batches before it stay committed.
+    ``on_commit`` is called after each commit with the running result.
+    """
+    started = time.perf_counter()
+    # The batch's rows are many small objects that live until the batch commits: the cyclic garbage
+    # collector would walk them over and over (it costs as much as parsing), and ingest makes no cycles.
+    collecting = gc.isenabled()
+    gc.disable()
+    writer = StreamWriter(catalog, registry, scope, table, writer_id=writer_id, max_chunk_events=1 << 62)
+    result = IngestResult(writer_id=writer.writer_id)
+    try:
+        layout = writer.layout
+        if layout is None:
+            raise DebeziumError(f"{scope}.{table} is not a primary-key table (no 'primary-key' property)")
+        mark = None
+        if writer_id is not None:
+            last = writer.last_commit()
+            recorded = (last or {}).get("properties", {}).get(POSITION_PROPERTY)
+            if recorded:
+                mark = SourceMark.from_property(recorded)
+        decoder = DebeziumDecoder(writer.changes_schema(), layout, batch_size=batch_size, mark=mark,
+                                  decimal_handling=decimal_handling)
+        for batch in decoder.batches(events):
+            writer.write_changes(batch.table, batch.ops)
+            properties = {EVENTS_PROPERTY: str(batch.events)}
+            if batch.mark is not None:
+                properties[POSITION_PROPERTY] = batch.mark.to_property()
+            answer = writer.flush(properties=properties)
+            if answer is not None:
+                result.commits += 1
+                result.repeated += int(bool(answer.get("duplicate")))
+                result.last_commit = int(answer["number"])
+            result.rows += batch.table.num_rows
+            _account(result, decoder, started)
+            if on_commit is not None:
+                on_commit(result)
+        _account(result, decoder, started)
+        return result
+    except BaseException:
+        writer.abort()
+        raise
+    finally:
+        writer._shut()
+        if collecting:
+            gc.enable()
+
+
+def _account(result: IngestResult, decoder: DebeziumDecoder, started: float) -> None:
+    stats = decoder.stats
+    result.lines, result.events, result.applied = stats.lines, stats.events, stats.applied
+    result.duplicates, result.tombstones = stats.duplicates, stats.tombstones
+    result.mark = decoder.mark
+    result.seconds = time.perf_counter() - started
+
+
+__all__ = ["DEFAULT_BATCH_SIZE", "EVENTS_PROPERTY", "POSITION_PROPERTY", "ChangeBatch", "DebeziumDecoder",
+           "DebeziumError", "IngestResult", "SourceMark", "ingest", "schema_hints",
+           "source_position"]

@@ -1,0 +1,118 @@
+package streamcat.spark;
+
+import org.apache.spark.sql.connector.catalog.Changelog;
+import org.apache.spark.sql.connector.catalog.ChangelogContext;
+import org.apache.spark.sql.connector.catalog.ChangelogRange;
+import org.apache.spark.sql.connector.catalog.Column;
+import org.apache.spark.sql.connector.expressions.Expressions;
+import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The change feed of a streamcat table ({@code SELECT * FROM t CHANGES FROM VERSION a TO VERSION b},
+ * {@code spark.read.changes}, {@code spark.readStream.changes}): the table's columns plus
+ * {@code _change_type}, {@code _commit_version} (the commit number) and {@code _commit_timestamp}
+ * (the commit's time, strictly increasing per table). The Python source computes it from the
+ * chunks of the commits in the range (docs/changelog-tables.md, "Change feeds").
+ *
+ * A primary-key table's feed shows updates as pre- and post-images identified by the key; an append
+ * table has no row identity across commits, so its updates show as a delete and an insert.
+ */
+final class StreamcatChangelog implements Changelog {
+    static final String FROM = "streamcat.changes.from";
+    static final String FROM_INCLUSIVE = "streamcat.changes.frominclusive";
+    static final String TO = "streamcat.changes.to";
+    static final String TO_INCLUSIVE = "streamcat.changes.toinclusive";
+
+    private final StreamcatTable table;
+    private final ChangelogRange range;
+
+    StreamcatChangelog(StreamcatTable table, ChangelogContext context) {
+        this.table = table;
+        this.range = context.range();
+    }
+
+    @Override
+    public String name() {
+        return table.name();
+    }
+
+    private StructType schema() {
+        List<StructField> fields = new ArrayList<>(List.of(table.schema().fields()));
+        fields.add(new StructField(CHANGE_TYPE, DataTypes.StringType, false, Metadata.empty()));
+        fields.add(new StructField(COMMIT_VERSION, DataTypes.LongType, false, Metadata.empty()));
+        fields.add(new StructField(COMMIT_TIMESTAMP, DataTypes.TimestampType, false, Metadata.empty()));
+        return new StructType(fields.toArray(new StructField[0]));
+    }
+
+    private static final String CHANGE_TYPE = "_change_type";
+    private static final String COMMIT_VERSION = "_commit_version";
+    private static final String COMMIT_TIMESTAMP = "_commit_timestamp";
+
+    @Override
+    public Column[] columns() {
+        StructType schema = schema();
+        Column[] out = new Column[schema.fields().length];
+        for (int i = 0; i < out.length; i++) {
+            StructField f = schema.fields()[i];
+            out[i] = Column.create(f.name(), f.dataType(), f.nullable(), f.getComment().getOrElse(() -> null), null);
+        }
+        return out;
+    }
+
+    @Override
+    public boolean containsCarryoverRows() {
+        return false;
+    }
+
+    @Override
+    public boolean containsIntermediateChanges() {
+        return true;
+    }
+
+    @Override
+    public boolean representsUpdateAsDeleteAndInsert() {
+        return table.primaryKey().isEmpty();
+    }
+
+    @Override
+    public NamedReference[] rowId() {
+        return table.primaryKey().stream().map(Expressions::column).toArray(NamedReference[]::new);
+    }
+
+    @Override
+    public NamedReference rowVersion() {
+        return Expressions.column(COMMIT_VERSION);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+        Map<String, String> bounds = new HashMap<>();
+        if (range instanceof ChangelogRange.VersionRange v) {
+            bounds.put(FROM, v.startingVersion().trim());
+            v.endingVersion().ifPresent(end -> bounds.put(TO, end.trim()));
+        } else if (range instanceof ChangelogRange.TimestampRange t) {
+            bounds.put(FROM, "ts:" + t.startingTimestamp());
+            t.endingTimestamp().ifPresent(end -> bounds.put(TO, "ts:" + end));
+        } else {
+            bounds.put(FROM, "0");  // unbounded: every commit still retained
+        }
+        bounds.put(FROM_INCLUSIVE, Boolean.toString(range.startingBoundInclusive()));
+        bounds.put(TO_INCLUSIVE, Boolean.toString(range.endingBoundInclusive()));
+        StreamcatTable ranged = table;
+        for (Map.Entry<String, String> e : bounds.entrySet()) {
+            ranged = ranged.at(e.getKey(), e.getValue());
+        }
+        return ranged.newScanBuilder(options, schema());
+    }
+}
