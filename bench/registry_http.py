@@ -9,7 +9,10 @@ whose one endpoint returns the same JSON document as the registry's encoding-inf
 Client threads with keep-alive connections then GET, for ``--duration`` seconds each (after
 a warm-up, so the registry's caches are warm): encoding info, schema by id, and the bare
 endpoint. Target: each cached registry GET at >= 90% of the bare endpoint (requests/s, and
-server CPU per request).
+server CPU per request). The registry runs in its default configuration (STREAMCAT_AUTH=none,
+metrics on, access log off): after the first answer, these GETs are answered by the immutable
+answers layer (catalog_api/server/answers.py), which still authenticates and checks every
+caller, and counts every request.
 
 Part 2 builds a group of ``--versions`` Avro versions over HTTP, each adding one nullable
 field with a default (so every version can read all earlier ones), and times ``validate``

@@ -8,7 +8,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -134,6 +134,9 @@ class CatalogService:
         #: What else a scope may hold (views): each says what it holds of a scope ("2 views"), or ""
         #: for nothing; asked inside a scope's deletion, after the scope is locked.
         self.scope_holdings: list[Callable[[str], str]] = []
+        #: Checks every commit must pass (materialized tables take commits from their refresher only):
+        #: each is given (scope, stream, commit properties, commit kind) and raises to refuse it.
+        self.commit_guards: list[Callable[[str, str, Mapping[str, str], str], None]] = []
 
     def default_location(self, scope: str, stream: str) -> str:
         """Where a stream's chunk files go unless its creator says otherwise."""
@@ -371,6 +374,23 @@ class CatalogService:
 
         return self.store.alter_table(scope, name, update, self._view)
 
+    def replace_schema(self, scope: str, name: str, schema: dict[str, Any]) -> Table:
+        """Make ``schema`` (a Spark StructType's JSON) the table's, as a new query of a materialized table
+        asks: the group's policy decides (IncompatibleSchema, 409 with reasons), and a primary key's
+        columns must stay as they are."""
+        namespace, group = Namespace(scope), GroupName(name)
+
+        def update(record: TableRecord, groups: SchemaGroups) -> TableMeta:
+            current = self._view(record, groups)
+            key = primary_key(record.properties)
+            wanted = _keyed_schema(schema, dict(record.properties))
+            _check_key_columns_intact(key, current.schema, wanted)
+            if wanted != current.schema:
+                self._make_current(groups, namespace, group, _schema_info(wanted, record.format, name, scope))
+            return TableMeta(record.comment, dict(record.properties))
+
+        return self.store.alter_table(scope, name, update, self._view)
+
     @staticmethod
     def _make_current(groups: SchemaGroups, namespace: Namespace, group: GroupName, info: SchemaInfo) -> None:
         """Make ``info`` the group's latest version, checked by its policy."""
@@ -425,6 +445,8 @@ class CatalogService:
             chunks, overwrite, writer_id, writer_sequence, properties, kind, read_cut, base_cut,
             expected_last_commit, removes,
         )
+        for guard in self.commit_guards:
+            guard(scope, stream, options.properties, options.kind)
         wanted = frozenset(e for c in chunks for e in c.encoding_ids)
 
         def check(target: Stream, is_table: bool, groups: SchemaGroups) -> None:

@@ -8,6 +8,7 @@ from sqlalchemy import Connection
 import catalog_api.orm  # noqa: F401  (registers the catalog tables on the shared metadata)
 import registry.confluent.orm
 import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
+from catalog_api.materialized import orm as materialized_orm  # noqa: F401  (and materialized_tables)
 from catalog_api.views import orm as views_orm  # noqa: F401  (and the views table)
 from registry.db import Base, make_engine
 

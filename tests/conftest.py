@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from catalog_api.client import CatalogClient
 from catalog_api.server import migrate
@@ -15,6 +16,11 @@ from catalog_api.server.config import Settings
 from registry.client import RegistryClient
 from tests.support.net import serve_in_thread
 from tests.support.postgres import PostgresServer, start_postgres
+
+# Property tests check what holds, not how fast: a per-example deadline only fails them on a busy machine
+# (CI and the test session's own PostgreSQL and Spark share two cores).
+settings.register_profile("streamcat", deadline=None)
+settings.load_profile("streamcat")
 
 BACKENDS = ["sqlite", "postgresql"]
 

@@ -11,7 +11,8 @@ from sqlalchemy.exc import OperationalError
 from werkzeug.exceptions import HTTPException
 
 from catalog_api.api import routes as catalog_routes
-from catalog_api.server import meta, observability
+from catalog_api.materialized import api as materialized_api
+from catalog_api.server import answers, meta, observability
 from catalog_api.server.auth import api as admin_api
 from catalog_api.server.auth import guard
 from catalog_api.server.config import Settings
@@ -74,7 +75,8 @@ def _register_error_handlers(app: Flask) -> None:
 
 def _refuse_nul() -> None:
     # PostgreSQL cannot store NUL characters; refuse them wherever a name can come from.
-    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in request.args.items(multi=True)):
+    req = request._get_current_object()  # type: ignore[attr-defined]  # once, not a proxy lookup per use
+    if "\x00" in req.path or any("\x00" in k or "\x00" in v for k, v in req.args.items(multi=True)):
         raise BadRequest("NUL character in the request path or query")
 
 
@@ -88,6 +90,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     ext = Streamcat.init_app(app, settings)
 
     app.before_request(_refuse_nul)
+    answers.init_app(app)  # inside the observability wrapper: its answers are counted and logged too
     observability.init_app(app, settings.access_log)
     guard.init_app(app, settings, ext.principals)  # after the request id, before any view
     app.register_blueprint(meta.bp)
@@ -95,6 +98,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     registry_routes.register(app)
     catalog_routes.register(app)
     views_api.register(app)
+    materialized_api.register(app)
     confluent_routes.register(app)
     _register_error_handlers(app)
     return app

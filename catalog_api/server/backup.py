@@ -24,6 +24,7 @@ from sqlalchemy import Connection, Engine, LargeBinary, Table, func, insert, sel
 import catalog_api.orm  # noqa: F401  (the catalog's tables are part of every backup)
 import registry.confluent.orm
 import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
+from catalog_api.materialized import orm as materialized_orm  # noqa: F401  (and materialized_tables)
 from catalog_api.server.migrate import current_revisions, current_revisions_of
 from catalog_api.views import orm as views_orm  # noqa: F401  (and the views table)
 from registry.db import Base, now_ms

@@ -14,6 +14,7 @@ import click
 from catalog_api.server import backup, migrate
 from catalog_api.server.cli_auth import grants, tokens, users
 from catalog_api.server.cli_ingest import ingest_command
+from catalog_api.server.cli_refresher import refresher_command
 from catalog_api.server.cli_spark import spark_conf
 from catalog_api.server.cli_streams import streams
 from catalog_api.server.cli_tables import tables
@@ -170,6 +171,7 @@ main.add_command(spark_conf)
 main.add_command(users)
 main.add_command(tokens)
 main.add_command(grants)
+main.add_command(refresher_command)
 
 
 def run(argv: list[str] | None = None) -> Any:

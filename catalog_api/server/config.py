@@ -12,6 +12,7 @@ from typing import Any
 
 from catalog_api.errors import LocationNotAllowed
 from catalog_api.locations import parse_root
+from catalog_api.materialized.model import DEFAULT_FRESHNESS_THRESHOLD_MS, parse_freshness
 from registry.errors import StreamcatError
 
 DEFAULT_PORT = 9092
@@ -25,6 +26,17 @@ class ConfigError(StreamcatError):
 
 def _default_database_url() -> str:
     return f"sqlite:///{Path('var/streamcat.db').absolute()}"
+
+
+def _freshness(environ: Mapping[str, str], key: str, default: int) -> int:
+    """Milliseconds of a duration such as ``30 minutes`` or ``90s`` (a bare number: seconds)."""
+    raw = (environ.get(key) or "").strip()
+    if not raw:
+        return default
+    try:
+        return parse_freshness(raw + " seconds" if raw.isdigit() else raw)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
 
 
 def _int(environ: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
@@ -111,6 +123,8 @@ class Settings:
     oidc_claim: str = "streamcat"
     #: service endpoints answered without credentials (``/ping`` and ``/health/live`` always are)
     public_endpoints: tuple[str, ...] = PUBLIC_ENDPOINTS
+    #: freshness at or above which a materialized table in mode auto is refreshed in full
+    freshness_threshold_ms: int = DEFAULT_FRESHNESS_THRESHOLD_MS
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -136,6 +150,7 @@ class Settings:
             oidc_audience=env.get("STREAMCAT_OIDC_AUDIENCE") or base.oidc_audience,
             oidc_jwks=env.get("STREAMCAT_OIDC_JWKS") or base.oidc_jwks,
             oidc_claim=env.get("STREAMCAT_OIDC_CLAIM") or base.oidc_claim,
+            freshness_threshold_ms=_freshness(env, "STREAMCAT_FRESHNESS_THRESHOLD", base.freshness_threshold_ms),
             public_endpoints=tuple(
                 w for w in _words(env, "STREAMCAT_PUBLIC_ENDPOINTS", base.public_endpoints) if w != "none"
             ),

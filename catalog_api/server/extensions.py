@@ -14,6 +14,8 @@ from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
 from catalog_api.groups import SchemaGroups
+from catalog_api.materialized.service import MaterializedService
+from catalog_api.materialized.store import SqlMaterializedStore
 from catalog_api.server.auth.store import PrincipalStore
 from catalog_api.server.config import Settings
 from catalog_api.service import CatalogService
@@ -37,6 +39,8 @@ class Streamcat:
     principals: PrincipalStore
     #: views of the catalog's scopes (Spark's ViewCatalog)
     views: ViewService
+    #: materialized tables: definitions, refresh state, the refresher's lease
+    materialized: MaterializedService
 
     @classmethod
     def create(cls, settings: Settings) -> Streamcat:
@@ -56,8 +60,12 @@ class Streamcat:
         views = ViewService(SqlViewStore(engine))
         # A scope that holds views is not empty: its deletion asks, inside its transaction.
         catalog.scope_holdings.append(views.scope_holding)
+        materialized = MaterializedService(SqlMaterializedStore(engine), catalog, settings.freshness_threshold_ms)
+        # Only a materialized table's refresher (holding its lease) commits to it.
+        catalog.commit_guards.append(materialized.guard_commit)
         return cls(
-            settings=settings, engine=engine, registry=registry, catalog=catalog, principals=principals, views=views
+            settings=settings, engine=engine, registry=registry, catalog=catalog, principals=principals, views=views,
+            materialized=materialized,
         )
 
     @classmethod

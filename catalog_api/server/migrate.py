@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Engine, func, select
 import catalog_api.orm  # noqa: F401  (the catalog's tables are part of the models checked)
 import registry.confluent.orm
 import registry.store.orm  # noqa: F401  (the registry's tables are part of the metadata)
+from catalog_api.materialized import orm as materialized_orm  # noqa: F401  (and materialized_tables)
 from catalog_api.views import orm as views_orm  # noqa: F401  (and the views table)
 from migrations import alembic_config
 from registry.db import Base, make_engine

@@ -18,7 +18,9 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 from sqlalchemy import Engine, func, select, text
 
+from catalog_api.materialized.metrics import MaterializedMetrics
 from catalog_api.orm import CommitRow, ScopeRow, StreamRow
+from catalog_api.server.answers import ANSWERED
 from catalog_api.server.migrate import current_revisions, head_revisions
 from registry.store.orm import GroupRow, SchemaRow, VersionRow
 
@@ -33,6 +35,7 @@ ACCESS_LOG = logging.getLogger("streamcat.access")
 #: Where a request's id is kept: a key of its WSGI environ.
 REQUEST_ID = "streamcat.request_id"
 _COUNTS = "streamcat.row_counts"
+_MATERIALIZED = "streamcat.materialized_metrics"
 
 
 class JsonFormatter(logging.Formatter):
@@ -92,8 +95,13 @@ class _Observed:
     def _observe(self, environ: dict[str, Any], status: str, elapsed: float) -> None:
         # Flask's request object, which matched the route (absent if the app failed before making it).
         made = environ.get("werkzeug.request")
-        rule = getattr(made, "url_rule", None)
-        route = rule.rule if rule is not None else "unmatched"
+        answered = environ.get(ANSWERED)  # answered without Flask, from the immutable answers
+        if answered is not None:
+            route, path = answered
+        else:
+            rule = getattr(made, "url_rule", None)
+            route = rule.rule if rule is not None else "unmatched"
+            path = made.path if made is not None else environ.get("PATH_INFO", "")
         method = made.method if made is not None else str(environ.get("REQUEST_METHOD", "")).upper()
         key = (route, method, status)
         children = self._children.get(key)
@@ -102,7 +110,6 @@ class _Observed:
         children[0].inc()
         children[1].observe(elapsed)
         if ACCESS_LOG.isEnabledFor(logging.INFO):
-            path = made.path if made is not None else environ.get("PATH_INFO", "")
             ACCESS_LOG.info(
                 "%s %s %s",
                 method,
@@ -225,6 +232,7 @@ def metrics() -> Response:
     body = generate_latest(registry)
     counts = CollectorRegistry()
     counts.register(current_app.extensions[_COUNTS])
+    counts.register(current_app.extensions[_MATERIALIZED])
     return Response(body + generate_latest(counts), content_type=CONTENT_TYPE_LATEST)
 
 
@@ -237,4 +245,5 @@ def init_app(app: Flask, access_log: bool) -> None:
     ACCESS_LOG.setLevel(logging.INFO if access_log else logging.WARNING)
     app.wsgi_app = _Observed(app.wsgi_app)  # type: ignore[method-assign]
     app.extensions[_COUNTS] = _CatalogCounts(lambda: app.extensions["streamcat"].engine)
+    app.extensions[_MATERIALIZED] = MaterializedMetrics(lambda: app.extensions["streamcat"].materialized.all_tables())
     app.register_blueprint(health)

@@ -89,6 +89,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog_api.client import CatalogClient
+from catalog_api.streams.base64_ints import unscaled_int64
 from catalog_api.streams.changes import DELETE, UPSERT
 from catalog_api.streams.writer import KeyedLayout, StreamWriter
 from registry.client import RegistryClient
@@ -288,6 +289,34 @@ def _timestamps(text: pa.Array, target: pa.DataType) -> pa.Array:
     return parsed.cast(target)  # a safe cast: refuses to drop precision
 
 
+def _decimal_mode(hint: _Hint, decimal_mode: str) -> str:
+    """How a decimal column's values are encoded: as the envelope's schema says, else as the ingest was told."""
+    if hint.semantic == "org.apache.kafka.connect.data.Decimal":
+        return "precise"
+    if hint.connect_type == "string":
+        return "string"
+    return decimal_mode
+
+
+def _precise(text: pa.Array, target: pa.DataType, hint: _Hint) -> pa.Array | None:
+    """Base64 unscaled values (``decimal.handling.mode`` precise) of a decimal column that fit an int64,
+    laid out as the decimal's storage; None when some do not (wide values, other text: decoded one by
+    one by the caller). Raises :class:`_Unconvertible` for a value with more digits than the column's."""
+    if not (hint.scale is None or hint.scale == target.scale) or target.precision > 38:
+        return None
+    narrow = unscaled_int64(text)
+    if narrow is None:
+        return None
+    bounds = pc.min_max(narrow).as_py()
+    limit = 10**target.precision
+    if bounds["min"] is not None and not (-limit < bounds["min"] and bounds["max"] < limit):
+        raise _Unconvertible(f"a value has more than the column's {target.precision} digits")
+    wide = narrow.cast(pa.decimal128(38, 0))
+    exact = pa.Array.from_buffers(pa.decimal128(target.precision, target.scale), len(wide), wide.buffers(),
+                                  null_count=wide.null_count)
+    return exact.cast(target)
+
+
 def _convert_unchecked(values: Sequence[Any], target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
     first = _first(values)
     if pa.types.is_date(target):
@@ -305,28 +334,14 @@ def _convert_unchecked(values: Sequence[Any], target: pa.DataType, hint: _Hint, 
         counts = _scaled(pa.array(values, pa.int64()), unit, target.unit)
         return counts.cast(pa.int32() if pa.types.is_time32(target) else pa.int64()).cast(target)
     if pa.types.is_decimal(target):
-        mode = decimal_mode
-        if hint.semantic == "org.apache.kafka.connect.data.Decimal":
-            mode = "precise"
-        elif hint.connect_type == "string":
-            mode = "string"
-        if mode == "precise" and isinstance(first, str) and (hint.scale is None or hint.scale == target.scale):
-            # The fast path: unscaled values that fit an int64, laid out as the decimal's storage.
+        mode = _decimal_mode(hint, decimal_mode)
+        if mode == "precise" and isinstance(first, str):
             try:
-                unscaled = [None if v is None else int.from_bytes(_b64(v), "big", signed=True) for v in values]
-                narrow = pa.array(unscaled, pa.int64())
-                bounds = pc.min_max(narrow).as_py()
-                limit = 10**target.precision
-                if bounds["min"] is not None and not (-limit < bounds["min"] and bounds["max"] < limit):
-                    raise _Unconvertible(f"a value has more than the column's {target.precision} digits")
-                wide = narrow.cast(pa.decimal128(38, 0))
-            except (_Unconvertible, pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
-                pass  # other kinds of values among them, or wide ones: one by one below
-            else:
-                if target.precision <= 38:
-                    exact = pa.Array.from_buffers(pa.decimal128(target.precision, target.scale), len(wide),
-                                                  wide.buffers(), null_count=wide.null_count)
-                    return exact.cast(target)
+                exact = _precise(pa.array(values, pa.string()), target, hint)
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                exact = None  # other kinds of values among them: one by one below
+            if exact is not None:
+                return exact
         scale = target.scale
         return pa.array([_decimal_value(v, hint.scale, mode, scale) for v in values], target)
     binary = pa.types.is_binary(target) or pa.types.is_large_binary(target) or pa.types.is_fixed_size_binary(target)
@@ -361,6 +376,10 @@ def _from_raw(values: pa.Array, target: pa.DataType, hint: _Hint, decimal_mode: 
             return _timestamps(values, target)
         if pa.types.is_date(target):
             return values.cast(target)
+        if pa.types.is_decimal(target) and _decimal_mode(hint, decimal_mode) == "precise":
+            exact = _precise(values, target, hint)
+            if exact is not None:
+                return exact
     return _convert_unchecked(values.to_pylist(), target, hint, decimal_mode)
 
 
@@ -759,13 +778,11 @@ class DebeziumDecoder:
                     pending.rows.append(upsert)
                     pending.ops.append(UPSERT)
                     pending.lines.append(upsert_line)
+        elif merged:
+            ops, rows, lines = zip(*merged.values(), strict=True)
+            pending = _Pending(list(rows), list(ops), list(lines))
         else:
             pending = _Pending()
-            rows, ops, lines = pending.rows, pending.ops, pending.lines
-            for code, row, line in merged.values():
-                rows.append(row)
-                ops.append(code)
-                lines.append(line)
         return pending
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from flask import Blueprint, g
 
 from registry.api import models as m
-from registry.api.context import access, list_limit, registry_service
-from registry.api.operations import operation
+from registry.api.context import access, immutable_answer, list_limit, registry_service
+from registry.api.operations import Serialized, operation
 from registry.api.requests import check_name, namespace_of
 from registry.api.wire import MAX_INT32
 from registry.errors import BadRequest, EncodingNotFound, SchemaNotFound
@@ -279,8 +279,12 @@ def can_read(body: m.SchemaInfo) -> m.CanRead:
     response=m.SchemaInfo,
     permission=READ,
 )
-def schema_by_id(schema_id: int) -> m.SchemaInfo:
-    return m.SchemaInfo.of(registry_service().schema_by_id(g.namespace, g.group, _schema_id(schema_id)))
+def schema_by_id(schema_id: int) -> Serialized:
+    namespace, group, found = g.namespace, g.group, _schema_id(schema_id)
+    return immutable_answer(
+        (namespace, group, "schema.json", found),
+        lambda: m.SchemaInfo.of(registry_service().schema_by_id(namespace, group, found)),
+    )
 
 
 @operation(
@@ -356,10 +360,14 @@ def encoding_id(body: m.GetEncodingIdRequest) -> m.EncodingId:
     response=m.EncodingInfo,
     permission=READ,
 )
-def encoding_info(encoding_id: int) -> m.EncodingInfo:
+def encoding_info(encoding_id: int) -> Serialized:
     if encoding_id > MAX_INT32:
         raise EncodingNotFound(f"encoding id {encoding_id} not found (ids are 32-bit)")
-    return m.EncodingInfo.of(registry_service().encoding_info(g.namespace, g.group, EncodingId(encoding_id)))
+    namespace, group, found = g.namespace, g.group, EncodingId(encoding_id)
+    return immutable_answer(
+        (namespace, group, "encoding.json", found),
+        lambda: m.EncodingInfo.of(registry_service().encoding_info(namespace, group, found)),
+    )
 
 
 @operation(

@@ -65,6 +65,16 @@ class Operation:
 _DECLARED: dict[View, Operation] = {}
 
 
+@dataclass(frozen=True)
+class Serialized:
+    """A response body serialized already: the JSON bytes of a wire model, as a cache keeps them.
+
+    A view may return one in place of its response model (registry.api.context.immutable_answer).
+    """
+
+    body: bytes
+
+
 def declared(view: View) -> Operation | None:
     """The declaration of a mounted view function, if it was mounted by :func:`operation`."""
     return _DECLARED.get(view)
@@ -76,6 +86,8 @@ def _respond(op: Operation, result: Any) -> Response:
         result, status = result
     if result is None:
         return Response(status=status)
+    if isinstance(result, Serialized):
+        return Response(result.body, status=status, mimetype=op.media_type)
     if not isinstance(result, BaseModel):
         raise TypeError(f"view of {op.operation_id} returned {type(result).__name__}, not a wire model")
     return Response(result.model_dump_json(), status=status, mimetype=op.media_type)

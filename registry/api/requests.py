@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from flask import request
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from registry.api.validation import M, message_of, parse_json
 from registry.api.wire import NAME_PATTERN
@@ -15,6 +15,8 @@ from registry.ids import Namespace
 from registry.limits import MAX_DEPTH, check_text
 
 _NAME = re.compile(NAME_PATTERN)
+#: Each query model as read from an empty query string.
+_NO_ARGUMENTS: dict[type[BaseModel], BaseModel] = {}
 
 
 def json_body(model: type[M]) -> M:
@@ -34,14 +36,23 @@ def json_body(model: type[M]) -> M:
 def query_args(model: type[M]) -> M:
     """The query string as ``model``. Empty values count as absent, and arguments the route's
     path names (the namespace of ``/v1/namespace/{ns}/...``) are the path's, not the query's."""
-    in_path = request.url_rule.arguments if request.url_rule is not None else set()
-    args = {k: v for k, v in request.args.items() if v != "" and k not in in_path}
+    req = request._get_current_object()  # type: ignore[attr-defined]  # once, not a proxy lookup per use
+    if not req.args:
+        # Most requests have no query string: the model of none is the same every time (models are frozen).
+        found = _NO_ARGUMENTS.get(model)
+        if found is not None:
+            return cast(M, found)
+    in_path = req.url_rule.arguments if req.url_rule is not None else set()
+    args = {k: v for k, v in req.args.items() if v != "" and k not in in_path}
     try:
-        return model.model_validate(args, by_name=False)
+        parsed = model.model_validate(args, by_name=False)
     except ValidationError as e:
         first = e.errors(include_url=False)[0]
         where = f"query argument {first['loc'][0]}" if first["loc"] else "query"
         raise BadRequest(f"invalid {where}: {message_of(first)}") from None
+    if not args:
+        _NO_ARGUMENTS[model] = parsed
+    return parsed
 
 
 def check_name(value: str, what: str) -> str:

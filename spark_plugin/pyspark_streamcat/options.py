@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 DEFAULT_ROWS_PER_CHUNK = 1_000_000
 #: Rows a read task aims for when it groups small chunks into one partition.
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
+#: Options with this prefix become properties of a batch write's commit (the rest of the key).
+COMMIT_PROPERTY = "streamcat.commit.property."
 #: The statements a row-level write (``streamcat.rowlevel``) can come from.
 ROW_LEVEL_OPERATIONS = ("delete", "update", "merge")
 
@@ -72,6 +74,11 @@ class SourceOptions:
     read_cut: int | None = None
     #: a compaction written by Spark: the base cut whose merged rows the write holds
     compact_base: int | None = None
+    #: a batch write's commit: properties to record (options ``streamcat.commit.property.<key>``) and
+    #: the newest commit the stream must still be at (``streamcat.expectedlastcommit``): how a
+    #: materialized table's refresh records its source cuts and is fenced against a later refresher
+    commit_properties: dict[str, str] = field(default_factory=dict)
+    expected_last_commit: int | None = None
     #: a change-feed scan (B1, reading.py parses them): the raw ``streamcat.changes.*`` options
     changes: dict[str, str] = field(default_factory=dict)
     #: what the clients present to the server (the catalog passes its own: ``token`` or ``user`` and
@@ -147,6 +154,8 @@ class SourceOptions:
             row_level=row_level,
             read_cut=_int(opts, "streamcat.readcut"),
             compact_base=_int(opts, "streamcat.compact.base"),
+            commit_properties={k[len(COMMIT_PROPERTY):]: v for k, v in opts.items() if k.startswith(COMMIT_PROPERTY)},
+            expected_last_commit=_int(opts, "streamcat.expectedlastcommit"),
             changes={k: v for k, v in opts.items() if k.startswith("streamcat.changes.")},
             credentials=credentials,
         )

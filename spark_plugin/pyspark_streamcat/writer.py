@@ -163,9 +163,10 @@ class BatchWriter(DataSourceArrowWriter):
         chunks = _chunks(messages)
         if not chunks and not self.overwrite:
             return  # nothing was written: an empty INSERT leaves the table as it is
-        properties = {"spark.queryId": self.options.query_id or ""}
+        properties = {**self.options.commit_properties, "spark.queryId": self.options.query_id or ""}
         _catalog(self.options).commit(self.options.scope, self.options.stream, chunks, overwrite=self.overwrite,
-                                      writer_id=self.writer_id, writer_sequence=0, properties=properties)
+                                      writer_id=self.writer_id, writer_sequence=0, properties=properties,
+                                      expected_last_commit=self.options.expected_last_commit)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         """The write failed: delete the files its tasks wrote."""

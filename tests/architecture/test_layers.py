@@ -154,10 +154,14 @@ def test_catalog_reaches_the_registry_only_through_its_service_interface() -> No
         for module in modules()
         if _within(module, "catalog_api")
         and not _within(module, SERVER_LAYER)
-        and module not in ("catalog_api.orm", "catalog_api.views.orm")
+        and module not in ("catalog_api.orm", "catalog_api.views.orm", "catalog_api.materialized.orm")
         for target in imports_of(module)
         if any(_within(target, b) for b in banned)
-        and not (module in ("catalog_api.sql", "catalog_api.views.store") and target == "registry.db")
+        and not (
+            module in ("catalog_api.sql", "catalog_api.views.store", "catalog_api.materialized.store",
+                       "catalog_api.materialized.service")
+            and target == "registry.db"
+        )
     ]
     assert offenders == []
 

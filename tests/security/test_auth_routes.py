@@ -78,6 +78,13 @@ NEEDS = {
     "putView": "write on scope",
     "dropView": "write on scope",
     "renameView": "write on scope",
+    # materialized tables are tables: created in a scope by its writers, changed and refreshed by the table's
+    "listMaterializedTables": "read on scope (listing)",
+    "createMaterializedTable": "write on scope",
+    "getMaterializedTable": "read on table",
+    "alterMaterializedTable": "write on table",
+    "acquireRefreshLease": "write on table",
+    "recordRefresh": "write on table",
     # Confluent API: on the subject's group (a context's configuration: on its namespace); lists and
     # ids need read somewhere and show what the caller may read; the registry's config and mode: admins
     **dict.fromkeys(

@@ -179,3 +179,18 @@ def test_compact_and_expire_snapshots_procedures(spark: Any, spark_server: str, 
     with pytest.raises(Exception, match="expired"):
         spark.sql(f"SELECT * FROM {table} VERSION AS OF 2").collect()
     assert rows(spark, f"SELECT * FROM {table} ORDER BY id") == expected
+
+
+def test_the_change_feed_of_an_append_table(spark: Any, scope: str) -> None:
+    """No key to net changes by: the feed is the inserts and the deletes DML made, an UPDATE both."""
+    table = f"streamcat.{scope}.events"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, v STRING) USING avro")
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    spark.sql(f"INSERT INTO {table} VALUES (4, 'd')")
+    spark.sql(f"DELETE FROM {table} WHERE id = 1")
+    spark.sql(f"UPDATE {table} SET v = 'B' WHERE id = 2")
+    feed = rows(spark, f"SELECT id, v, _change_type, _commit_version FROM {table} CHANGES FROM VERSION 1 "
+                       "ORDER BY _commit_version, id, _change_type")
+    assert feed == [(1, "a", "insert", 1), (2, "b", "insert", 1), (3, "c", "insert", 1), (4, "d", "insert", 2),
+                    (1, "a", "delete", 3), (2, "b", "delete", 4), (2, "B", "insert", 4)]
+    assert rows(spark, f"SELECT id, _change_type FROM {table} CHANGES FROM VERSION 3 TO VERSION 3") == [(1, "delete")]

@@ -78,6 +78,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     private boolean nativeScan = true;
     private StreamcatProcedures procedures;
     private StreamcatViews views;
+    private StreamcatMaterialized materialized;
 
     @Override
     public void initialize(String name, CaseInsensitiveStringMap options) {
@@ -91,7 +92,8 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         this.credentials = CatalogCredentials.from(name, options);
         this.nativeScan = !"false".equalsIgnoreCase(options.getOrDefault(NativeScan.CATALOG_OPTION, "true").trim());
         this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout), credentials);
-        this.procedures = new StreamcatProcedures(name, client);
+        this.materialized = new StreamcatMaterialized(name, client);
+        this.procedures = new StreamcatProcedures(name, client, materialized);
         this.views = new StreamcatViews(client);
     }
 
@@ -297,7 +299,10 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
 
     @Override
     public Table loadTable(Identifier ident) throws NoSuchTableException {
-        return toTable(ident, getTable(ident));
+        StreamcatTable table = toTable(ident, getTable(ident));
+        // A materialized table's refresh reads its sources at the cuts it records (StreamcatMaterialized).
+        Long pinned = StreamcatMaterialized.loaded(name, ident);
+        return pinned == null ? table : table.at("streamcat.cut", Long.toString(pinned));
     }
 
     /** {@code VERSION AS OF n}: the table as of commit n (a stream cut). */
@@ -338,6 +343,9 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         properties.put("streamcat.schema.version", version.path("version").asText());
         properties.put("streamcat.schema.id", version.path("id").asText());
         properties.put("streamcat.table.version", json.path("version").asText());
+        if (StreamcatMaterialized.isMaterialized(properties)) {
+            properties.putAll(materialized.describe(ident.namespace()[0], ident.name()));
+        }
 
         Map<String, String> options = new HashMap<>();
         options.put("uri", client.uri());

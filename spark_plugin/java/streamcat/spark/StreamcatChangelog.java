@@ -75,14 +75,20 @@ final class StreamcatChangelog implements Changelog {
         return false;
     }
 
+    /**
+     * A primary-key table's feed holds every change of a key within the range (Spark nets them out when
+     * asked to); an append table has no row identity to net by, and Spark refuses post-processing that
+     * needs one, so its feed is declared as it is: inserts, and the deletes its DML made (an UPDATE is a
+     * delete and an insert).
+     */
     @Override
     public boolean containsIntermediateChanges() {
-        return true;
+        return !table.primaryKey().isEmpty();
     }
 
     @Override
     public boolean representsUpdateAsDeleteAndInsert() {
-        return table.primaryKey().isEmpty();
+        return false;
     }
 
     @Override

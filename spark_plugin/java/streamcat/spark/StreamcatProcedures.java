@@ -33,7 +33,10 @@ import java.util.function.Function;
  *   commit, on this Spark session: the table read at its newest cut, written back with
  *   {@code streamcat.compact.base} so that the writer commits a compaction of that cut;</li>
  *   <li>{@code expire_snapshots(table => ... [, older_than => TIMESTAMP] [, retain_last => n])}: makes
- *   older cuts unreadable so that {@code streamcat streams gc} can delete the files only they need.</li>
+ *   older cuts unreadable so that {@code streamcat streams gc} can delete the files only they need;</li>
+ *   <li>{@code create_materialized_table}, {@code refresh_materialized_table}, {@code suspend_materialized_table},
+ *   {@code resume_materialized_table}, {@code alter_materialized_table}: materialized tables
+ *   ({@link StreamcatMaterialized}).</li>
  * </ul>
  */
 final class StreamcatProcedures {
@@ -45,7 +48,7 @@ final class StreamcatProcedures {
     private final CatalogRestClient client;
     private final Map<String, UnboundProcedure> procedures = new LinkedHashMap<>();
 
-    StreamcatProcedures(String catalog, CatalogRestClient client) {
+    StreamcatProcedures(String catalog, CatalogRestClient client, StreamcatMaterialized materialized) {
         this.catalog = catalog;
         this.client = client;
         add(new Definition("compact",
@@ -68,6 +71,8 @@ final class StreamcatProcedures {
                                 .comment("always keep this many newest cuts (default: 1)").build()),
                 new StructType().add("table", DataTypes.StringType).add("retained_from", DataTypes.LongType),
                 this::expireSnapshots));
+        materialized.register((name, description, parameters, result, body) ->
+                add(new Definition(name, description, parameters, result, body)), this::tableArgument);
     }
 
     private void add(Definition definition) {

@@ -154,19 +154,30 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
         return new StreamcatScanBuilder(readSchema, merge(options));
     }
 
+    /** Refuses a user's write into a materialized table: only its refreshes (and compactions) write it. */
+    private void refuseIfMaterialized(Map<String, String> options) {
+        if (StreamcatMaterialized.isMaterialized(properties) && !options.containsKey(StreamcatMaterialized.HOLDER_OPTION)
+                && !options.containsKey("streamcat.compact.base")) {
+            throw StreamcatMaterialized.refusal(name);
+        }
+    }
+
     @Override
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
         Map<String, String> merged = writeOptions(info);
+        refuseIfMaterialized(merged);
         return PythonSourceBridge.writeBuilder(new WriteInfo(info, new CaseInsensitiveStringMap(merged), info.schema()));
     }
 
     @Override
     public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
+        refuseIfMaterialized(Map.of());
         return StreamcatRowLevelOperation.builder(this, info);
     }
 
     @Override
     public boolean canDeleteWhere(Predicate[] predicates) {
+        refuseIfMaterialized(Map.of());
         if (!state.primaryKey().isEmpty()) {
             return false;
         }
@@ -187,6 +198,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
 
     @Override
     public boolean truncateTable() {
+        refuseIfMaterialized(Map.of());
         state.truncate();
         return true;
     }

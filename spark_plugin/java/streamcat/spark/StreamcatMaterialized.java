@@ -1,0 +1,470 @@
+package streamcat.spark;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
+import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.types.UTF8String;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * Materialized tables (docs/materialized-tables.md): the procedures that create, refresh, suspend, resume
+ * and alter them, and the two things the catalog does for them while a query is analyzed on this thread:
+ * recording which of its tables the query reads (creation) and pinning them at chosen cuts (refresh).
+ *
+ * <p>A refresh holds the table's lease on the server (renewed while it runs), reads every source at the
+ * cut it had when the lease was taken ({@code VERSION AS OF}, through the pins), and writes the result as
+ * ONE overwrite commit that records those cuts and is made only if the table is still at the commit the
+ * refresh started from: a refresher that lost its lease, or died, leaves no partial result.
+ */
+final class StreamcatMaterialized {
+    /** The table property that marks a materialized table. */
+    static final String PROPERTY = "streamcat.materialized";
+    /** Write options that make a write a refresh's (the Python writer turns them into commit properties). */
+    static final String HOLDER_OPTION = "streamcat.commit.property.streamcat.materialized.holder";
+    static final String CUTS_OPTION = "streamcat.commit.property.streamcat.materialized.cuts";
+    private static final long DEFAULT_LEASE_SECONDS = 60;
+
+    /** Sources pinned at cuts for the refresh running on this thread: "catalog.scope.table" to cut. */
+    private static final ThreadLocal<Map<String, Long>> PINS = new ThreadLocal<>();
+    /** Tables loaded on this thread while a new query is analyzed: "scope.table" of this catalog. */
+    private static final ThreadLocal<Set<String>> LOADED = new ThreadLocal<>();
+
+    private final String catalog;
+    private final CatalogRestClient client;
+
+    StreamcatMaterialized(String catalog, CatalogRestClient client) {
+        this.catalog = catalog;
+        this.client = client;
+    }
+
+    /** Called by the catalog's loadTable: notes the table, and answers the cut it is pinned at (or null). */
+    static Long loaded(String catalog, Identifier ident) {
+        if (ident.namespace().length != 1) {
+            return null;
+        }
+        String key = ident.namespace()[0] + "." + ident.name();
+        Set<String> loaded = LOADED.get();
+        if (loaded != null) {
+            loaded.add(key);
+        }
+        Map<String, Long> pins = PINS.get();
+        return pins == null ? null : pins.get(catalog + "." + key);
+    }
+
+    static boolean isMaterialized(Map<String, String> properties) {
+        return "true".equals(properties.get(PROPERTY));
+    }
+
+    /** The refusal of a user's write into a materialized table. */
+    static UnsupportedOperationException refusal(String table) {
+        return new UnsupportedOperationException(table + " is a materialized table: its content is the result of "
+                + "its query, written only by its refreshes. Change the query with CALL <catalog>.system."
+                + "alter_materialized_table(table => ..., query => ...), or refresh it with "
+                + "CALL <catalog>.system.refresh_materialized_table(table => ...)");
+    }
+
+    // -- procedures ------------------------------------------------------------------------------------
+
+    interface Registry {
+        void add(String name, String description, List<ProcedureParameter> parameters, StructType result,
+                 java.util.function.Function<InternalRow, InternalRow[]> body);
+    }
+
+    interface TableArgument {
+        String[] of(InternalRow args);
+    }
+
+    private static ProcedureParameter string(String name, String comment, String defaultValue) {
+        ProcedureParameter.Builder b = ProcedureParameter.in(name, DataTypes.StringType).comment(comment);
+        return (defaultValue == null ? b : b.defaultValue(defaultValue)).build();
+    }
+
+    private static final StructType STATE = new StructType().add("table", DataTypes.StringType)
+            .add("refresh_mode", DataTypes.StringType).add("effective_refresh_mode", DataTypes.StringType)
+            .add("status", DataTypes.StringType).add("freshness", DataTypes.StringType);
+    private static final StructType REFRESHED = new StructType().add("table", DataTypes.StringType)
+            .add("outcome", DataTypes.StringType).add("commit", DataTypes.LongType).add("cuts", DataTypes.StringType)
+            .add("duration_ms", DataTypes.LongType);
+
+    void register(Registry registry, TableArgument tables) {
+        ProcedureParameter table = string("table", "scope.table", null);
+        registry.add("create_materialized_table",
+                "Create a table whose content is a query's result, refreshed so that it lags its sources by at "
+                        + "most the freshness; its schema is the query's. Refreshes it once unless initialize => false.",
+                List.of(table, string("query", "the SELECT whose result the table holds", null),
+                        string("freshness", "how far the table may lag its sources, e.g. '10 seconds', '1 hour'",
+                                null),
+                        string("refresh_mode", "auto (continuous below the server's threshold, else full), "
+                                + "continuous or full", "'auto'"),
+                        string("primary_key", "comma-separated key columns (a primary-key table)", "NULL"),
+                        ProcedureParameter.in("initialize", DataTypes.BooleanType).defaultValue("true")
+                                .comment("run the first refresh now").build()),
+                STATE, args -> create(tables.of(args), args));
+        registry.add("refresh_materialized_table",
+                "Refresh a materialized table now if a source has commits past the cuts it reflects (always with "
+                        + "force => true): one atomic overwrite commit that records the source cuts it read.",
+                List.of(table, string("holder", "the refresher's name (default: one of this session's own)", "NULL"),
+                        ProcedureParameter.in("lease_seconds", DataTypes.LongType).defaultValue("60")
+                                .comment("how long the lease lasts unless renewed (a dead refresher's is taken over "
+                                        + "after it)").build(),
+                        ProcedureParameter.in("force", DataTypes.BooleanType).defaultValue("false")
+                                .comment("recompute even when no source changed").build()),
+                REFRESHED, args -> {
+                    String[] t = tables.of(args);
+                    String holder = args.isNullAt(1) ? null : args.getUTF8String(1).toString();
+                    long lease = args.isNullAt(2) ? DEFAULT_LEASE_SECONDS : args.getLong(2);
+                    return new InternalRow[] {refresh(t, holder, lease * 1000, !args.isNullAt(3) && args.getBoolean(3))
+                            .row(t)};
+                });
+        registry.add("suspend_materialized_table", "Stop refreshing a materialized table until it is resumed.",
+                List.of(table), STATE, args -> state(tables.of(args), action("suspend")));
+        registry.add("resume_materialized_table", "Refresh a suspended materialized table again.",
+                List.of(table), STATE, args -> state(tables.of(args), action("resume")));
+        registry.add("alter_materialized_table",
+                "Change a materialized table's freshness, refresh mode or query; a new query's columns must stay "
+                        + "compatible with the table's (the schema group's policy decides), and the next refresh "
+                        + "recomputes.",
+                List.of(table, string("freshness", "the new freshness", "NULL"),
+                        string("refresh_mode", "auto, continuous or full", "NULL"),
+                        string("query", "the new query", "NULL")),
+                STATE, args -> alter(tables.of(args), args));
+    }
+
+    private static ObjectNode action(String action) {
+        return CatalogRestClient.object().put("action", action);
+    }
+
+    private String path(String[] table) {
+        return "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/materializedTables/"
+                + CatalogRestClient.segment(table[1]);
+    }
+
+    private InternalRow[] state(String[] table, ObjectNode change) {
+        return new InternalRow[] {stateRow(table, client.call("PATCH", path(table), change))};
+    }
+
+    private static InternalRow stateRow(String[] table, JsonNode mt) {
+        return new GenericInternalRow(new Object[] {
+            UTF8String.fromString(table[0] + "." + table[1]), UTF8String.fromString(mt.path("refreshMode").asText()),
+            UTF8String.fromString(mt.path("effectiveRefreshMode").asText()),
+            UTF8String.fromString(mt.path("status").asText()),
+            UTF8String.fromString(mt.path("freshnessMs").asLong() / 1000 + " seconds")});
+    }
+
+    /** The query analyzed on this session: its schema and the tables of this catalog it reads. */
+    private ObjectNode analyze(String query) {
+        SparkSession spark = SparkSession.active();
+        Set<String> loaded = new LinkedHashSet<>();
+        LOADED.set(loaded);
+        StructType schema;
+        try {
+            Dataset<Row> df = spark.sql(query);
+            // Nullable columns (the key's are made non-null by the server): what a query may yield as
+            // non-null today (count(*)) is no promise, and a nullable column added later stays Backward.
+            schema = df.schema().asNullable();
+        } finally {
+            LOADED.remove();
+        }
+        ObjectNode body = CatalogRestClient.object().put("queryText", query);
+        body.put("currentCatalog", spark.catalog().currentCatalog());
+        body.set("currentNamespace", CatalogRestClient.array().add(spark.catalog().currentDatabase()));
+        ArrayNode sources = CatalogRestClient.array();
+        for (String key : loaded) {
+            int dot = key.indexOf('.');
+            sources.add(CatalogRestClient.object().put("scopeName", key.substring(0, dot))
+                    .put("tableName", key.substring(dot + 1)));
+        }
+        body.set("sources", sources);
+        body.set("schema", CatalogRestClient.parse(schema.json()));
+        return body;
+    }
+
+    private static String text(InternalRow args, int i) {
+        return args.isNullAt(i) ? null : args.getUTF8String(i).toString();
+    }
+
+    private InternalRow[] create(String[] table, InternalRow args) {
+        String query = text(args, 1);
+        String freshness = text(args, 2);
+        if (query == null || freshness == null) {
+            throw new IllegalArgumentException("create_materialized_table needs query => and freshness =>");
+        }
+        ObjectNode body = analyze(query);
+        body.put("tableName", table[1]);
+        body.put("freshness", freshness);
+        body.put("refreshMode", text(args, 3) == null ? "auto" : text(args, 3).trim().toLowerCase());
+        ArrayNode key = CatalogRestClient.array();
+        if (text(args, 4) != null) {
+            for (String column : text(args, 4).split(",")) {
+                if (!column.isBlank()) {
+                    key.add(column.trim());
+                }
+            }
+        }
+        body.set("primaryKey", key);
+        JsonNode created = call("POST", "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/materializedTables",
+                body);
+        if (args.isNullAt(5) || args.getBoolean(5)) {
+            refresh(table, null, DEFAULT_LEASE_SECONDS * 1000, false);
+            created = client.get(path(table));
+        }
+        return new InternalRow[] {stateRow(table, created)};
+    }
+
+    private InternalRow[] alter(String[] table, InternalRow args) {
+        ObjectNode body = CatalogRestClient.object();
+        if (text(args, 1) != null) {
+            body.put("freshness", text(args, 1));
+        }
+        if (text(args, 2) != null) {
+            body.put("refreshMode", text(args, 2).trim().toLowerCase());
+        }
+        if (text(args, 3) != null) {
+            body.set("query", analyze(text(args, 3)));
+        }
+        return new InternalRow[] {stateRow(table, call("PATCH", path(table), body))};
+    }
+
+    /** A call whose refusal (bad query, incompatible schema, name taken) is shown as a bad statement. */
+    private JsonNode call(String method, String path, JsonNode body) {
+        try {
+            return client.call(method, path, body);
+        } catch (CatalogApiException e) {
+            if (e.status == 400 || e.status == 409) {
+                throw new IllegalArgumentException(e.getMessage(), e);
+            }
+            throw e;
+        }
+    }
+
+    // -- refresh ---------------------------------------------------------------------------------------
+
+    /** What one refresh came to. */
+    record Outcome(String outcome, Long commit, String cuts, long durationMs) {
+        InternalRow row(String[] table) {
+            return new GenericInternalRow(new Object[] {UTF8String.fromString(table[0] + "." + table[1]),
+                UTF8String.fromString(outcome), commit, cuts == null ? null : UTF8String.fromString(cuts),
+                durationMs});
+        }
+    }
+
+    private JsonNode lease(String[] table, String holder, long leaseMs) {
+        ObjectNode body = CatalogRestClient.object().put("holder", holder).put("ttlMs", leaseMs);
+        try {
+            return client.call("POST", path(table) + "/lease", body);
+        } catch (CatalogApiException e) {
+            if (e.status == 409) {
+                throw new IllegalStateException(e.getMessage(), e);
+            }
+            throw e;
+        }
+    }
+
+    private void report(String[] table, ObjectNode body) {
+        client.call("POST", path(table) + "/refreshes", body);
+    }
+
+    Outcome refresh(String[] table, String holderOrNull, long leaseMs, boolean force) {
+        String holder = holderOrNull != null ? holderOrNull : "spark-" + UUID.randomUUID();
+        long started = System.currentTimeMillis();
+        JsonNode mt = lease(table, holder, leaseMs);
+        Map<String, Long> cuts = new LinkedHashMap<>();
+        boolean changed = mt.path("refreshCommit").asLong() == 0;
+        for (JsonNode source : mt.path("sources")) {
+            cuts.put(source.path("scopeName").asText() + "." + source.path("tableName").asText(),
+                    source.path("latestCut").asLong());
+            changed |= source.path("consumedCut").isNull() || !source.path("pendingSince").isNull();
+        }
+        if (!changed && !force) {
+            report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "unchanged"));
+            return new Outcome("unchanged", mt.path("refreshCommit").asLong(), null, 0);
+        }
+        String cutsJson = CatalogRestClient.JSON.valueToTree(cuts).toString();
+        Heartbeat heartbeat = new Heartbeat(table, holder, leaseMs);
+        heartbeat.start();
+        try {
+            long base = client.get("/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
+                    + CatalogRestClient.segment(table[1])).path("stream").path("lastCommit").asLong();
+            write(table, mt, cuts, holder, cutsJson, base);
+            heartbeat.check();
+            Long commit = null;
+            String commits = "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/streams/"
+                    + CatalogRestClient.segment(table[1]) + "/commits?after=" + base + "&limit=100";
+            for (JsonNode c : client.get(commits).path("commits")) {
+                if (holder.equals(c.path("properties").path("streamcat.materialized.holder").asText())) {
+                    commit = c.path("number").asLong();
+                }
+            }
+            if (commit == null) {
+                throw new IllegalStateException("the refresh of " + table[0] + "." + table[1]
+                        + " wrote no commit of its own");
+            }
+            long duration = System.currentTimeMillis() - started;
+            ObjectNode body = CatalogRestClient.object().put("holder", holder).put("outcome", "succeeded")
+                    .put("commit", commit).put("durationMs", duration);
+            body.set("cuts", CatalogRestClient.JSON.valueToTree(cuts));
+            heartbeat.stop();
+            report(table, body);
+            return new Outcome("succeeded", commit, cutsJson, duration);
+        } catch (RuntimeException e) {
+            heartbeat.stop();
+            String message = e.getMessage() == null ? e.toString() : e.getMessage();
+            try {
+                report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "failed")
+                        .put("error", message.length() > 60000 ? message.substring(0, 60000) : message));
+            } catch (RuntimeException lost) {
+                e.addSuppressed(lost);  // the lease went to another refresher, or the table was dropped
+            }
+            throw e;
+        }
+    }
+
+    /** Run the query with the sources pinned at {@code cuts} and overwrite the table with its result. */
+    private void write(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
+                       long base) {
+        SparkSession spark = SparkSession.active();
+        String catalogBefore = spark.catalog().currentCatalog();
+        String namespaceBefore = spark.catalog().currentDatabase();
+        Map<String, Long> pins = new HashMap<>();
+        cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
+        PINS.set(pins);
+        try {
+            String defined = mt.path("currentCatalog").asText("");
+            if (!defined.isEmpty()) {
+                spark.catalog().setCurrentCatalog(defined);
+                JsonNode ns = mt.path("currentNamespace");
+                if (ns.size() == 1) {
+                    spark.catalog().setCurrentDatabase(ns.get(0).asText());
+                }
+            }
+            Dataset<Row> result = spark.sql(mt.path("queryText").asText());
+            String target = "`" + catalog.replace("`", "``") + "`.`" + table[0].replace("`", "``") + "`.`"
+                    + table[1].replace("`", "``") + "`";
+            result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
+                    .option("streamcat.expectedlastcommit", Long.toString(base)).overwrite(functions.lit(true));
+        } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
+            throw new IllegalStateException("materialized table " + table[0] + "." + table[1] + " is gone", e);
+        } finally {
+            PINS.remove();
+            spark.catalog().setCurrentCatalog(catalogBefore);
+            spark.catalog().setCurrentDatabase(namespaceBefore);
+        }
+    }
+
+    /** Renews the lease every third of its life while a refresh runs; remembers a renewal that was refused. */
+    private final class Heartbeat implements Runnable {
+        private final String[] table;
+        private final String holder;
+        private final long leaseMs;
+        private final AtomicReference<RuntimeException> lost = new AtomicReference<>();
+        private volatile boolean running = true;
+        private Thread thread;
+
+        Heartbeat(String[] table, String holder, long leaseMs) {
+            this.table = table;
+            this.holder = holder;
+            this.leaseMs = leaseMs;
+        }
+
+        void start() {
+            thread = new Thread(this, "streamcat-lease-" + table[0] + "." + table[1]);
+            thread.setDaemon(true);
+            thread.start();
+        }
+
+        void stop() {
+            running = false;
+            thread.interrupt();
+        }
+
+        /** Fails when the lease was lost while the refresh ran. */
+        void check() {
+            RuntimeException e = lost.get();
+            if (e != null) {
+                throw new IllegalStateException("the refresh lost its lease: " + e.getMessage(), e);
+            }
+        }
+
+        @Override
+        public void run() {
+            while (running) {
+                try {
+                    Thread.sleep(Math.max(100, leaseMs / 3));
+                } catch (InterruptedException e) {
+                    return;
+                }
+                if (!running) {
+                    return;
+                }
+                try {
+                    lease(table, holder, leaseMs);
+                } catch (RuntimeException e) {
+                    lost.compareAndSet(null, e);
+                }
+            }
+        }
+    }
+
+    /** Materialized-table facts for DESCRIBE TABLE EXTENDED, as table properties; empty if the server has none. */
+    Map<String, String> describe(String scope, String name) {
+        Map<String, String> out = new LinkedHashMap<>();
+        JsonNode mt;
+        try {
+            mt = client.get(path(new String[] {scope, name}));
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                return out;
+            }
+            throw e;
+        }
+        out.put("materialized.query", mt.path("queryText").asText());
+        List<String> sources = new ArrayList<>();
+        Map<String, Long> cuts = new LinkedHashMap<>();
+        for (JsonNode s : mt.path("sources")) {
+            String key = s.path("scopeName").asText() + "." + s.path("tableName").asText();
+            sources.add(key);
+            if (!s.path("consumedCut").isNull()) {
+                cuts.put(key, s.path("consumedCut").asLong());
+            }
+        }
+        out.put("materialized.sources", String.join(",", sources));
+        out.put("materialized.freshness", mt.path("freshnessMs").asLong() / 1000.0 + " seconds");
+        out.put("materialized.refresh_mode", mt.path("refreshMode").asText());
+        String effective = mt.path("effectiveRefreshMode").asText();
+        out.put("materialized.effective_refresh_mode", "continuous".equals(effective)
+                ? "continuous (refreshed as full: incremental refresh is not built yet)" : effective);
+        out.put("materialized.status", mt.path("status").asText());
+        out.put("materialized.cuts", CatalogRestClient.JSON.valueToTree(cuts).toString());
+        out.put("materialized.refresh_commit", mt.path("refreshCommit").asText());
+        out.put("materialized.last_refresh_at", mt.path("lastRefreshAt").asText("null"));
+        out.put("materialized.last_refresh_duration_ms", mt.path("lastRefreshDurationMs").asText("null"));
+        out.put("materialized.lag", mt.path("lagMs").asLong() / 1000.0 + " seconds");
+        out.put("materialized.stale", mt.path("stale").asText());
+        if (!mt.path("lastError").isNull()) {
+            out.put("materialized.last_error", mt.path("lastError").asText());
+            out.put("materialized.last_error_at", mt.path("lastErrorAt").asText());
+        }
+        return out;
+    }
+
+}

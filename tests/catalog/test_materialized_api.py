@@ -1,0 +1,237 @@
+"""Materialized tables over REST on every backend (SQLite, PostgreSQL): definition, lifecycle, the
+refresher's lease and its reports, and the refusal of commits that are not a refresh's
+(docs/materialized-tables.md). Spark's side is tests/spark/test_materialized.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+import requests
+
+from catalog_api.client import CatalogClient
+from catalog_api.materialized.model import backoff_ms, effective_mode, parse_freshness
+from catalog_api.materialized.wire import MaterializedTable, MaterializedTableList
+from catalog_api.model import Chunk
+from registry.errors import Conflict
+
+ORDERS = {
+    "type": "struct",
+    "fields": [
+        {"name": "item", "type": "string", "nullable": True, "metadata": {}},
+        {"name": "qty", "type": "integer", "nullable": True, "metadata": {}},
+    ],
+}
+REVENUE = {
+    "type": "struct",
+    "fields": [
+        {"name": "item", "type": "string", "nullable": True, "metadata": {}},
+        {"name": "qty", "type": "long", "nullable": True, "metadata": {}},
+    ],
+}
+
+
+class Api:
+    """The materialized tables of one scope over plain HTTP."""
+
+    def __init__(self, base: str, scope: str) -> None:
+        self.base, self.scope = base, scope
+
+    def url(self, table: str = "", tail: str = "") -> str:
+        return f"{self.base}/v1/scopes/{self.scope}/materializedTables" + (f"/{table}" if table else "") + tail
+
+    def create(self, name: str, freshness: str = "1 hour", mode: str = "auto", **extra: Any) -> requests.Response:
+        body = {
+            "tableName": name,
+            "queryText": f"SELECT item, sum(qty) AS qty FROM streamcat.{self.scope}.orders GROUP BY item",
+            "currentCatalog": "streamcat", "currentNamespace": [self.scope],
+            "sources": [{"scopeName": self.scope, "tableName": "orders"}], "schema": REVENUE,
+            "freshness": freshness, "refreshMode": mode, "primaryKey": ["item"], **extra,
+        }
+        return requests.post(self.url(), json=body, timeout=30)
+
+    def get(self, name: str) -> dict[str, Any]:
+        answer = requests.get(self.url(name), timeout=30)
+        assert answer.status_code == 200, answer.text
+        MaterializedTable.model_validate(answer.json(), by_alias=True, by_name=False)
+        found: dict[str, Any] = answer.json()
+        return found
+
+    def patch(self, name: str, body: dict[str, Any]) -> requests.Response:
+        return requests.patch(self.url(name), json=body, timeout=30)
+
+    def lease(self, name: str, holder: str, ttl_ms: int = 60_000) -> requests.Response:
+        return requests.post(self.url(name, "/lease"), json={"holder": holder, "ttlMs": ttl_ms}, timeout=30)
+
+    def report(self, name: str, body: dict[str, Any]) -> requests.Response:
+        return requests.post(self.url(name, "/refreshes"), json=body, timeout=30)
+
+
+@pytest.fixture
+def api(catalog: CatalogClient, server_url: str, scope: str) -> Api:
+    """The scope's materialized tables, with a source table ``orders`` of one commit."""
+    catalog.create_table(scope, "orders", ORDERS)
+    catalog.commit(scope, "orders", [], overwrite=True)
+    return Api(server_url, scope)
+
+
+def test_rules_without_a_database() -> None:
+    assert parse_freshness("10 seconds") == 10_000
+    assert parse_freshness("INTERVAL '5' MINUTE") == 300_000
+    assert parse_freshness("1 hour") == 3_600_000
+    assert parse_freshness("30s") == 30_000
+    for bad in ("soon", "0 seconds", "-1 hour", "5 fortnights"):
+        with pytest.raises(ValueError, match="freshness"):
+            parse_freshness(bad)
+    threshold = 30 * 60_000
+    assert effective_mode("auto", 10_000, threshold) == "continuous"
+    assert effective_mode("auto", threshold, threshold) == "full"
+    assert effective_mode("full", 10_000, threshold) == "full"
+    assert effective_mode("continuous", 3_600_000, threshold) == "continuous"
+    assert [backoff_ms(n) for n in (1, 2, 3)] == [5_000, 10_000, 20_000]
+    assert backoff_ms(30) == 10 * 60_000
+
+
+def test_create_get_list(api: Api, catalog: CatalogClient) -> None:
+    created = api.create("revenue")
+    assert created.status_code == 201, created.text
+    table = api.get("revenue")
+    assert table["status"] == "initializing"
+    assert (table["refreshMode"], table["effectiveRefreshMode"], table["freshnessMs"]) == ("auto", "full", 3_600_000)
+    assert table["sources"] == [
+        {"scopeName": api.scope, "tableName": "orders", "consumedCut": None, "latestCut": 1,
+         "pendingSince": table["sources"][0]["pendingSince"]}
+    ]
+    assert table["refreshCommit"] == 0
+    assert table["lagMs"] >= 0
+    # The table is a catalog table with the query's schema and its key.
+    plain = catalog.get_table(api.scope, "revenue")
+    assert [f["name"] for f in plain["schema"]["fields"]] == ["item", "qty"]
+    assert plain["properties"]["streamcat.materialized"] == "true"
+    listed = requests.get(api.url(), timeout=30).json()
+    MaterializedTableList.model_validate(listed, by_alias=True, by_name=False)
+    assert [t["tableName"] for t in listed["materializedTables"]] == ["revenue"]
+    assert api.create("revenue").status_code == 409
+    assert api.create("fast", freshness="10 seconds").json()["effectiveRefreshMode"] == "continuous"
+    assert api.create("bad", freshness="whenever").status_code == 400
+    assert api.create("self", sources=[{"scopeName": api.scope, "tableName": "self"}]).status_code == 400
+    missing = api.create("orphan", sources=[{"scopeName": api.scope, "tableName": "nope"}])
+    assert missing.status_code == 404
+    # A refused definition leaves no table behind.
+    assert requests.get(f"{api.base}/v1/scopes/{api.scope}/tables/orphan", timeout=30).status_code == 404
+    assert requests.get(api.url("orders"), timeout=30).json()["error"]["code"] == "MaterializedTableNotFound"
+
+
+def test_lease_report_and_adoption(api: Api, catalog: CatalogClient) -> None:
+    api.create("revenue")
+    assert api.lease("revenue", "a", ttl_ms=60_000).status_code == 200
+    held = api.lease("revenue", "b")
+    assert held.status_code == 409
+    assert held.json()["error"]["code"] == "RefreshLeaseHeld"
+    assert api.lease("revenue", "a").status_code == 200  # renewal by the holder
+    # Only the holder commits: others (users, producers, a refresher that lost its lease) are refused.
+    with pytest.raises(Conflict, match="materialized table"):
+        catalog.commit(api.scope, "revenue", [], overwrite=True)
+    with pytest.raises(Conflict, match="no longer holds"):
+        catalog.commit(api.scope, "revenue", [], overwrite=True, properties={"streamcat.materialized.holder": "b"})
+    cuts = {f"{api.scope}.orders": 1}
+    made = catalog.commit(api.scope, "revenue", [], overwrite=True, properties={
+        "streamcat.materialized.holder": "a", "streamcat.materialized.cuts": json.dumps(cuts)})
+    assert api.report("revenue", {"holder": "b", "outcome": "succeeded", "commit": made["number"],
+                                  "cuts": cuts}).status_code == 409
+    done = api.report("revenue", {"holder": "a", "outcome": "succeeded", "commit": made["number"], "cuts": cuts,
+                                  "durationMs": 1234})
+    assert done.status_code == 200, done.text
+    table = done.json()
+    assert (table["status"], table["refreshCommit"], table["leaseHolder"]) == ("activated", made["number"], None)
+    assert table["sources"][0]["consumedCut"] == 1
+    assert table["sources"][0]["pendingSince"] is None
+    assert (table["lagMs"], table["stale"], table["lastRefreshDurationMs"]) == (0, False, 1234)
+    # A source commit makes the table behind; its lag grows from that commit's time.
+    catalog.commit(api.scope, "orders", [], overwrite=True)
+    time.sleep(0.05)
+    behind = api.get("revenue")
+    assert behind["sources"][0]["pendingSince"] is not None
+    assert behind["lagMs"] >= 50
+    # A refresher that committed and died before reporting: the next lease adopts its commit.
+    api.lease("revenue", "c")
+    newer = {f"{api.scope}.orders": 2}
+    later = catalog.commit(api.scope, "revenue", [], overwrite=True, properties={
+        "streamcat.materialized.holder": "c", "streamcat.materialized.cuts": json.dumps(newer)})
+    requests.post(api.url("revenue", "/refreshes"), json={"holder": "c", "outcome": "unchanged"}, timeout=30)
+    adopted = api.lease("revenue", "d").json()
+    assert adopted["refreshCommit"] == later["number"]
+    assert adopted["sources"][0]["consumedCut"] == 2
+
+
+def test_failures_back_off_and_expired_leases_are_taken_over(api: Api) -> None:
+    api.create("revenue")
+    api.lease("revenue", "a", ttl_ms=300)
+    failed = api.report("revenue", {"holder": "a", "outcome": "failed", "error": "boom", "release": False}).json()
+    assert (failed["status"], failed["lastError"], failed["failures"]) == ("failed", "boom", 1)
+    assert failed["nextAttemptAt"] - failed["lastErrorAt"] == 5_000
+    time.sleep(0.4)
+    taken = api.lease("revenue", "b")  # a's lease expired: b takes over
+    assert taken.status_code == 200
+    assert taken.json()["leaseHolder"] == "b"
+    again = api.report("revenue", {"holder": "b", "outcome": "failed", "error": "boom again"}).json()
+    assert again["failures"] == 2
+    assert again["nextAttemptAt"] - again["lastErrorAt"] == 10_000
+
+
+def test_concurrent_lease_requests_get_one_holder(api: Api) -> None:
+    api.create("revenue")
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda i: api.lease("revenue", f"r{i}").status_code, range(8)))
+    assert sorted(answers) == [200] + [409] * 7
+
+
+def test_lifecycle(api: Api, catalog: CatalogClient) -> None:
+    api.create("revenue")
+    suspended = api.patch("revenue", {"action": "suspend"}).json()
+    assert suspended["status"] == "suspended"
+    assert api.lease("revenue", "a").status_code == 409
+    assert api.patch("revenue", {"action": "resume"}).json()["status"] == "initializing"
+    fast = api.patch("revenue", {"freshness": "5 seconds"}).json()
+    assert (fast["freshnessMs"], fast["effectiveRefreshMode"]) == (5_000, "continuous")
+    assert api.patch("revenue", {"refreshMode": "full"}).json()["effectiveRefreshMode"] == "full"
+    slow = api.patch("revenue", {"freshness": "2 hours", "refreshMode": "auto"}).json()
+    assert slow["effectiveRefreshMode"] == "full"
+    query = {"queryText": "SELECT item, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY item",
+             "currentCatalog": "streamcat", "currentNamespace": [api.scope],
+             "sources": [{"scopeName": api.scope, "tableName": "orders"}],
+             "schema": {"type": "struct", "fields": [*REVENUE["fields"],
+                                                      {"name": "n", "type": "long", "nullable": True, "metadata": {}}]}}
+    altered = api.patch("revenue", {"query": query})
+    assert altered.status_code == 200, altered.text
+    assert altered.json()["queryText"].startswith("SELECT item, sum(qty) AS qty, count(*)")
+    assert [f["name"] for f in catalog.get_table(api.scope, "revenue")["schema"]["fields"]] == ["item", "qty", "n"]
+    incompatible = dict(query, schema={"type": "struct", "fields": [
+        REVENUE["fields"][0], {"name": "qty", "type": "string", "nullable": True, "metadata": {}}]})
+    refused = api.patch("revenue", {"query": incompatible})
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "IncompatibleSchema"
+    assert api.get("revenue")["queryText"] == query["queryText"]
+    # Dropping the table drops its definition: nothing is left to refresh.
+    catalog.drop_table(api.scope, "revenue")
+    assert requests.get(api.url("revenue"), timeout=30).status_code == 404
+    assert requests.get(api.url(), timeout=30).json()["materializedTables"] == []
+
+
+def test_metrics(api: Api, server_url: str) -> None:
+    api.create("revenue")
+    time.sleep(5.1)  # past the metrics' cache
+    text = requests.get(f"{server_url}/metrics", timeout=30).text
+    labels = f'{{scope="{api.scope}",table="revenue"}}'
+    assert f"streamcat_materialized_lag_seconds{labels}" in text
+    assert f"streamcat_materialized_freshness_seconds{labels} 3600.0" in text
+    assert f"streamcat_materialized_stale{labels}" in text
+
+
+def test_plain_tables_commit_as_before(catalog: CatalogClient, scope: str) -> None:
+    catalog.create_table(scope, "plain", ORDERS)
+    assert catalog.commit(scope, "plain", [], overwrite=True)["number"] == 1
+    assert Chunk  # the commit path with chunks is exercised by the Spark tests
