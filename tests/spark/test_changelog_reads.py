@@ -18,10 +18,11 @@ import pytest
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.streams.changelog import FEED_COLUMNS, replay
-from catalog_api.streams.changes import DELETE, UPSERT, write_change_chunk, write_position_deletes
+from catalog_api.streams.changes import DELETE, UPSERT, write_position_deletes
 from catalog_api.streams.merge import TableLayout
 from registry.api.models import VersionInfo as VersionInfoModel
 from registry.client import RegistryClient
+from tests.streams.helpers import keyed_chunk
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -48,11 +49,7 @@ class Table:
             self.name, VersionInfoModel.model_validate(answer["schemaVersion"]).to_domain()))
 
     def chunk(self, rows: list[tuple[int, Row]]) -> Chunk:
-        path = f"data/{uuid.uuid4().hex}.parquet"
-        table = pa.Table.from_pylist([r for _, r in rows], schema=COLUMNS)
-        ops = pa.array([op for op, _ in rows], pa.int8()) if any(op == DELETE for op, _ in rows) else None
-        stats = write_change_chunk(self.location, path, table, ops, self.encoding_id)
-        return stats.columnar(path)
+        return keyed_chunk(self.location, self.encoding_id, COLUMNS, rows)
 
     def commit(self, chunks: list[Chunk], **options: Any) -> int:
         return int(self.catalog.commit(self.scope, self.name, chunks, **options)["number"])

@@ -7,12 +7,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import requests
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
+from catalog_api.model import Chunk
 from catalog_api.streams import StreamReader, StreamWriter
+from catalog_api.streams.changes import DELETE, write_change_chunk
 from registry.client import RegistryClient, schema_info
 from registry.model import Compatibility, GroupProperties, SchemaInfo, SerializationFormat
 
@@ -100,3 +103,11 @@ class LosingAnswers(requests.Session):
                 self.lose -= 1
                 raise requests.ConnectionError("connection reset before the answer arrived")
         return response
+
+
+def keyed_chunk(location: str, encoding_id: int, schema: pa.Schema, rows: list[tuple[int, dict[str, Any]]]) -> Chunk:
+    """A columnar change chunk of (UPSERT/DELETE, row) pairs written under a table's location, ready to commit."""
+    path = f"data/{uuid.uuid4().hex}.parquet"
+    table = pa.Table.from_pylist([r for _, r in rows], schema=schema)
+    ops = pa.array([op for op, _ in rows], pa.int8()) if any(op == DELETE for op, _ in rows) else None
+    return write_change_chunk(location, path, table, ops, encoding_id).columnar(path)

@@ -18,6 +18,7 @@ from catalog_api.streams.changes import DELETE, UPSERT, write_change_chunk, writ
 from catalog_api.streams.merge import TableLayout
 from registry.api.models import VersionInfo as VersionInfoModel
 from registry.client import RegistryClient
+from tests.streams.helpers import keyed_chunk
 
 COLUMNS = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
                      pa.field("amount", pa.float64()), pa.field("ts", pa.int64())])
@@ -48,11 +49,7 @@ class Table:
         return StreamReader(self.catalog, self.registry, self.scope, self.name)
 
     def change_chunk(self, rows: list[tuple[int, Row]]) -> Chunk:
-        path = f"data/{uuid.uuid4().hex}.parquet"
-        table = pa.Table.from_pylist([r for _, r in rows], schema=COLUMNS)
-        ops = pa.array([op for op, _ in rows], pa.int8()) if any(op == DELETE for op, _ in rows) else None
-        stats = write_change_chunk(self.location, path, table, ops, self.encoding_id)
-        return stats.columnar(path)
+        return keyed_chunk(self.location, self.encoding_id, COLUMNS, rows)
 
     def commit(self, chunks: list[Chunk], **options: Any) -> int:
         return int(self.catalog.commit(self.scope, self.name, chunks, **options)["number"])
