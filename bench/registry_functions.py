@@ -1,6 +1,6 @@
 """``from_registry`` decode rows/s beside Spark's built-in ``from_avro`` on the same Avro payloads.
 
-    .venv/bin/python bench/registry_functions.py [--rows 2000000] [--cores 2] [--rounds 3]
+    .venv/bin/python bench/registry_functions.py [--rows 2000000] [--cores 2] [--rounds 3] [--conf KEY=VALUE]...
 
 Runs the whole application on a temporary SQLite database (served in a thread of this
 process) and one local SparkSession (``local[cores]``). One Avro record schema of eight
@@ -24,6 +24,15 @@ ever slows a run down), after a warm-up of each contender; ratios are to ``from_
 UDF path keeps three threads busy per task (Spark's writer, the Python worker, Spark's reader)
 where ``from_avro`` keeps one, so a machine busy with other work slows it more in wall time;
 CPU time is the figure to trust there.
+
+``--conf`` sets a Spark setting on the session, for every contender alike (``from_avro`` runs no
+Python, so Python-UDF settings leave the baseline as it is). Spark 4.2 and later feed an Arrow UDF
+whose input comes from a columnar scan (this Parquet file; not a Kafka source, whose rows are
+rows) through ``spark.sql.execution.arrow.pythonUDF.columnarInput.enabled`` (default true), which
+for a scan that is not Arrow-backed turns the scan's batches into rows, joins them to the UDF's
+results and turns the joined rows back into column batches for the next operator to turn into
+rows again; ``--conf spark.sql.execution.arrow.pythonUDF.columnarInput.enabled=false`` measures
+the row path instead.
 """
 
 from __future__ import annotations
@@ -139,7 +148,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting for the session (every contender); may be repeated")
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.conf)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     from pyspark.sql import SparkSession
@@ -168,6 +180,7 @@ def main() -> None:
                        .config("spark.sql.shuffle.partitions", str(args.cores)))
             conf = spark_plugin.spark_conf(uri)
             conf["spark.jars"] = f"{conf['spark.jars']},{build_avro_jar()}"
+            conf.update(settings)
             for key, value in conf.items():
                 builder = builder.config(key, value)
             spark = builder.getOrCreate()
@@ -219,7 +232,7 @@ def main() -> None:
     baseline = args.rows / best["from_avro"]
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{args.rows:,} rows, local[{args.cores}], best of {args.rounds} rounds, load average {load}; "
-          "ratio to from_avro (target: >= 0.5)")
+          "ratio to from_avro (target: >= 0.5)" + "".join(f"\n  {k}={v}" for k, v in settings.items()))
     per_cpu = args.rows / best_cpu["from_avro"]
     print(f"  {'':<28} {'rows/s (wall)':>14}  ratio  {'rows per CPU-s':>14}  ratio")
     for name in contenders:

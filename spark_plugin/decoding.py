@@ -36,6 +36,7 @@ PERMISSIVE = "PERMISSIVE"
 MODES = (FAILFAST, PERMISSIVE)
 #: Framing byte plus the 4-byte id: the same length for Pravega and Confluent (Protobuf's indexes follow).
 PREFIX = 5
+_PREFIX_MASK = np.uint64((1 << (8 * PREFIX)) - 1)
 
 _lock = threading.Lock()
 #: Per executor process: one Deserializer per (registry, group, reader schema), so that writer schemas
@@ -113,7 +114,7 @@ class BatchDecoder:
     def _columnar(self, payloads: pa.Array, key: tuple[str, ...], deserializer: Deserializer,
                   arrow_type: pa.StructType, pieces: list[tuple[np.ndarray, pa.Array]]) -> np.ndarray:
         """Decode what the columnar decoder can into ``pieces``; returns the rows left to the record path."""
-        from spark_plugin.avro_columns import pad
+        from spark_plugin.avro_columns import pad, words
 
         n = len(payloads)
         offsets = np.frombuffer(payloads.buffers()[1], np.int32, n + 1, payloads.offset * 4).astype(np.int64)
@@ -130,13 +131,17 @@ class BatchDecoder:
         candidates = np.flatnonzero(usable)
         if not len(candidates):
             return slow
-        heads = data[starts[candidates, None] + np.arange(PREFIX)]
-        prefixes = (heads[:, 0].astype(np.int64) << 32) | heads[:, 1:].copy().view(">u4").reshape(-1).astype(np.int64)
-        kinds, inverse = np.unique(prefixes, return_inverse=True)
-        for k in range(len(kinds)):
-            chosen = candidates[inverse == k]
-            head = bytes(heads[np.argmax(inverse == k)])
-            decoder = self._decoder(key, head, deserializer, payloads[int(chosen[0])].as_py(), arrow_type)
+        # The first five bytes of each payload, as one integer (the padding makes eight readable).
+        prefixes = words(data, starts[candidates]) & _PREFIX_MASK
+        if (prefixes == prefixes[0]).all():  # the usual batch: one framing and one id throughout
+            groups: list[np.ndarray] = [candidates]
+        else:
+            kinds, inverse = np.unique(prefixes, return_inverse=True)
+            groups = [candidates[inverse == k] for k in range(len(kinds))]
+        for chosen in groups:
+            start = int(starts[chosen[0]])
+            head = data[start:start + PREFIX].tobytes()
+            decoder = self._decoder(key, head, deserializer, payloads, int(chosen[0]), arrow_type)
             if decoder is None:
                 slow[chosen] = True
                 continue
@@ -147,16 +152,19 @@ class BatchDecoder:
             if bad.any():
                 slow[chosen[bad]] = True
                 keep = ~bad
-                chosen, array = chosen[keep], array.filter(pa.array(keep))
+                chosen, array = chosen[keep], array.filter(pa.array(keep, pa.bool_()))
             pieces.append((chosen, array))
         return slow
 
-    def _decoder(self, key: tuple[str, ...], head: bytes, deserializer: Deserializer, first: bytes,
-                 arrow_type: pa.StructType) -> ColumnarDecoder | None:
+    def _decoder(self, key: tuple[str, ...], head: bytes, deserializer: Deserializer, payloads: pa.Array,
+                 row: int, arrow_type: pa.StructType) -> ColumnarDecoder | None:
+        """The columnar decoder of the rows that start with ``head`` (``row`` is one of them)."""
         cache_key = (key, head)
         if cache_key in _columnar:
             return _columnar[cache_key]
         from spark_plugin.avro_columns import columnar_decoder
+
+        first = payloads[row].as_py()
 
         try:
             # Resolves the id and checks the reader schema against the writer's, as the record path does.
@@ -175,7 +183,7 @@ class BatchDecoder:
         permissive = self.mode == PERMISSIVE
         records: list[Any] = []
         append = records.append
-        for row, payload in zip(rows.tolist(), payloads.take(pa.array(rows)).to_pylist(), strict=True):
+        for row, payload in zip(rows.tolist(), payloads.take(pa.array(rows, pa.int64())).to_pylist(), strict=True):
             if payload is None:
                 append(None)
                 continue
@@ -198,4 +206,4 @@ def _assemble(pieces: list[tuple[np.ndarray, pa.Array]], rows: int, arrow_type: 
         position[chosen] = np.arange(start, start + len(chosen))
         start += len(chosen)
     combined = pa.concat_arrays([array for _, array in pieces]) if pieces else pa.array([], arrow_type)
-    return combined.take(pa.array(position))
+    return combined.take(pa.array(position, pa.int64()))

@@ -219,3 +219,18 @@ def test_decode_registry_replaces_one_column_of_whole_rows(spark: Any, spark_ser
     by_udf = frame.select(from_registry(f.col("value"), spark_server, group, namespace=registry.namespace))
     assert [r.value for r in rows] == [r[0] for r in by_udf.collect()]
     assert rows[0].value.asDict() == {"id": 1, "page": "/a", "count": 3, "source": "web", "score": None}
+
+
+def test_integers_of_every_encoded_length(spark: Any, spark_server: str, registry: RegistryClient) -> None:
+    """Varints of one to ten bytes, in batches that hold only short ones and in batches that mix in long ones."""
+    group = _group(registry, "clicks")
+    serialize = ConfluentSerializer(registry, group, _avro(CLICK_V1)).serialize
+    longs = sorted({s * (2**bits + d) for bits in range(0, 63, 7) for d in (-1, 0) for s in (1, -1)}
+                   | {2**63 - 1, -2**63, 2**62, -2**62 - 1})
+    ints = [0, 1, -1, 63, -64, 64, 2**31 - 1, -2**31]
+    records = [{"id": i, "page": "/p", "count": ints[k % len(ints)]} for k, i in enumerate(longs)]
+    short = [r for r in records if abs(r["id"]) < 2**55]  # at most eight bytes: the whole-word read
+    for batch in (short, records):
+        decoded = _decoded(_binary(spark, [serialize(r) for r in batch]), spark_server, group,
+                           namespace=registry.namespace)
+        assert decoded == batch
