@@ -200,7 +200,7 @@ def test_killed_refresher_is_taken_over(spark: Any, spark_server: str, scope: st
     before = commits(spark_server, scope)
 
     command = [sys.executable, "-m", "catalog_api.server.cli", "refresher", "--once", "--master", "local[2]",
-               "--uri", spark_server, "--holder", "doomed", "--lease-seconds", "6"]
+               "--uri", spark_server, "--holder", "doomed", "--lease-seconds", "20"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     try:
@@ -220,7 +220,8 @@ def test_killed_refresher_is_taken_over(spark: Any, spark_server: str, scope: st
     leased = state(spark_server, scope)
     assert leased["leaseHolder"] == "doomed"
 
-    # A second refresher leaves the table alone while the dead one's lease runs, then takes over.
+    # A second refresher leaves the table alone while the dead one's lease runs (long enough that a slow
+    # machine reaches this line before it ends), then takes over.
     second = Refresher(spark, CatalogClient(spark_server), holder="second")
     assert [a for a in second.run_once() if a.table == table] == []
     while state(spark_server, scope)["leaseExpiresAt"] > time.time() * 1000:
