@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from catalog_api.api import models as wire
 from catalog_api.errors import CommitConflict
+from catalog_api.materialized.wire import MaterializedTableList
 from catalog_api.model import Chunk
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
@@ -68,7 +69,8 @@ class CatalogClient:
         return response.json()
 
     def _pages(
-        self, path: str, model: type[wire.ScopeList | wire.StreamList | wire.TableList], key: str
+        self, path: str,
+        model: type[wire.ScopeList | wire.StreamList | wire.TableList | MaterializedTableList], key: str,
     ) -> Iterator[dict[str, Any]]:
         token = None
         while True:
@@ -193,6 +195,11 @@ class CatalogClient:
     def list_tables(self, scope: str) -> list[dict[str, Any]]:
         """Every table of a scope."""
         return list(self._pages(f"/v1/scopes/{_q(scope)}/tables", wire.TableList, "tables"))
+
+    def list_materialized_tables(self, scope: str) -> list[dict[str, Any]]:
+        """Every materialized table of a scope, each with its refresh state and lag."""
+        return list(self._pages(f"/v1/scopes/{_q(scope)}/materializedTables", MaterializedTableList,
+                                "materializedTables"))
 
     def alter_table(
         self, scope: str, name: str, changes: Sequence[dict[str, Any]], expected_version: int | None = None

@@ -135,8 +135,10 @@ class MaterializedTable:
 
     @property
     def behind(self) -> bool:
-        """Whether some source has commits the content does not reflect (or there was no refresh yet)."""
-        return self.state.refresh_commit == 0 or any(s.pending_since is not None for s in self.sources_now)
+        """Whether a refresh would change the content: there was none yet, a source was never consumed (the
+        query changed), or some source has commits the content does not reflect."""
+        return self.state.refresh_commit == 0 or any(
+            s.consumed is None or s.pending_since is not None for s in self.sources_now)
 
     @property
     def stale(self) -> bool:

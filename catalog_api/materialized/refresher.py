@@ -19,12 +19,10 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
 
 from catalog_api.client import CatalogClient
 
 log = logging.getLogger(__name__)
-_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -46,11 +44,9 @@ def is_due(table: dict[str, Any], now_ms: int, holder: str) -> bool:
     leased = table.get("leaseHolder")
     if leased not in (None, holder) and (table.get("leaseExpiresAt") or 0) > now_ms:
         return False
-    never = table["refreshCommit"] == 0
-    behind = never or any(s["consumedCut"] is None or s["pendingSince"] is not None for s in table["sources"])
-    if not behind:
+    if not table["behind"]:
         return False
-    return never or table["status"] == "failed" or table["lagMs"] * 2 >= table["freshnessMs"]
+    return table["refreshCommit"] == 0 or table["status"] == "failed" or table["lagMs"] * 2 >= table["freshnessMs"]
 
 
 class Refresher:
@@ -67,15 +63,7 @@ class Refresher:
     def tables(self) -> Iterator[dict[str, Any]]:
         """Every materialized table of every scope the refresher may read."""
         for scope in self.client.list_scopes():
-            path = f"/v1/scopes/{quote(scope['scopeName'], safe='')}/materializedTables"
-            token = None
-            while True:
-                params: dict[str, Any] = {"limit": _PAGE, **({"continuationToken": token} if token else {})}
-                body = self.client._call("GET", path, params=params)
-                yield from body["materializedTables"]
-                if len(body["materializedTables"]) < _PAGE:
-                    break
-                token = body["continuationToken"]
+            yield from self.client.list_materialized_tables(scope["scopeName"])
 
     def refresh(self, scope: str, name: str) -> Attempt:
         """Refresh one table now (if a source moved), on this refresher's Spark session."""

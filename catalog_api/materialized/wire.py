@@ -133,6 +133,8 @@ class MaterializedTable(Wire):
     lag_ms: int
     #: the lag exceeds the freshness
     stale: bool
+    #: a refresh would change the content (never refreshed, a source never consumed, or commits pending)
+    behind: bool
     lease_holder: str | None
     lease_expires_at: int | None
     version: int
@@ -169,6 +171,7 @@ class MaterializedTable(Wire):
             next_attempt_at=s.next_attempt_at,
             lag_ms=table.lag_ms,
             stale=table.stale,
+            behind=table.behind,
             lease_holder=s.lease_holder,
             lease_expires_at=s.lease_expires_at,
             version=table.version,

@@ -40,7 +40,8 @@ final class StreamcatMaterialized {
     /** The table property that marks a materialized table. */
     static final String PROPERTY = "streamcat.materialized";
     /** Write options that make a write a refresh's (the Python writer turns them into commit properties). */
-    static final String HOLDER_OPTION = "streamcat.commit.property.streamcat.materialized.holder";
+    static final String HOLDER_PROPERTY = "streamcat.materialized.holder";
+    static final String HOLDER_OPTION = "streamcat.commit.property." + HOLDER_PROPERTY;
     static final String CUTS_OPTION = "streamcat.commit.property.streamcat.materialized.cuts";
     private static final long DEFAULT_LEASE_SECONDS = 60;
 
@@ -289,13 +290,12 @@ final class StreamcatMaterialized {
         long started = System.currentTimeMillis();
         JsonNode mt = lease(table, holder, leaseMs);
         Map<String, Long> cuts = new LinkedHashMap<>();
-        boolean changed = mt.path("refreshCommit").asLong() == 0;
         for (JsonNode source : mt.path("sources")) {
             cuts.put(source.path("scopeName").asText() + "." + source.path("tableName").asText(),
                     source.path("latestCut").asLong());
-            changed |= source.path("consumedCut").isNull() || !source.path("pendingSince").isNull();
         }
-        if (!changed && !force) {
+        // The server decides whether a refresh would change the content (MaterializedTable.behind).
+        if (!mt.path("behind").asBoolean() && !force) {
             report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "unchanged"));
             return new Outcome("unchanged", mt.path("refreshCommit").asLong(), null, 0);
         }
@@ -311,7 +311,7 @@ final class StreamcatMaterialized {
             String commits = "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/streams/"
                     + CatalogRestClient.segment(table[1]) + "/commits?after=" + base + "&limit=100";
             for (JsonNode c : client.get(commits).path("commits")) {
-                if (holder.equals(c.path("properties").path("streamcat.materialized.holder").asText())) {
+                if (holder.equals(c.path("properties").path(HOLDER_PROPERTY).asText())) {
                     commit = c.path("number").asLong();
                 }
             }
