@@ -26,25 +26,11 @@ from catalog_api.server.config import Settings
 from registry.api import context, groups
 from registry.api.operations import Serialized
 from tests.support.auth import add_user, migrated
+from tests.support.bodies import avro_group, avro_schema_info
 
 SCHEMA = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
 OTHER = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}, {"name": "n", "type": "int"}]}
 ROUTE = "/v1/groups/<group>/schemas/schema/<int:schema_id>"
-
-
-def schema_body(schema: dict[str, Any]) -> dict[str, Any]:
-    data = base64.b64encode(json.dumps(schema).encode()).decode()
-    return {"type": schema["name"], "serializationFormat": {"serializationFormat": "Avro"}, "schemaData": data}
-
-
-def group_body(name: str) -> dict[str, Any]:
-    return {
-        "groupName": name,
-        "groupProperties": {
-            "serializationFormat": {"serializationFormat": "Avro"},
-            "compatibility": {"policy": "Backward"},
-        },
-    }
 
 
 def basic(name: str, password: str) -> dict[str, str]:
@@ -95,8 +81,8 @@ def _setup(
 ) -> tuple[int, int]:
     """A group holding SCHEMA, and an encoding id of it: (schema id, encoding id)."""
     query = f"?namespace={namespace}" if namespace else ""
-    assert client.post(f"/v1/groups{query}", json=group_body(group), headers=headers).status_code == 201
-    version = client.post(f"/v1/groups/{group}/schemas{query}", json=schema_body(SCHEMA), headers=headers).json
+    assert client.post(f"/v1/groups{query}", json=avro_group(group), headers=headers).status_code == 201
+    version = client.post(f"/v1/groups/{group}/schemas{query}", json=avro_schema_info(SCHEMA), headers=headers).json
     assert version is not None
     encoding = client.put(
         f"/v1/groups/{group}/encodings{query}", json={"versionInfo": version, "codecType": ""}, headers=headers
@@ -154,8 +140,8 @@ def test_deleting_the_group_forgets_its_answers(app: Flask, views: _Views) -> No
     for path in paths:
         assert client.get(path).status_code == 404, path
     # A group of the same name again, holding another schema: the old ids are not its.
-    assert client.post("/v1/groups", json=group_body("orders")).status_code == 201
-    added = client.post("/v1/groups/orders/schemas", json=schema_body(OTHER)).json
+    assert client.post("/v1/groups", json=avro_group("orders")).status_code == 201
+    added = client.post("/v1/groups/orders/schemas", json=avro_schema_info(OTHER)).json
     assert added is not None
     assert added["id"] != schema_id
     for path in paths:

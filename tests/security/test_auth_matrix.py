@@ -10,8 +10,6 @@ the API afterwards; listings show only what the caller may read.
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,28 +33,12 @@ from tests.support.auth import (
     migrated,
     unique,
 )
+from tests.support.bodies import avro_group, avro_schema_info
 
 ROOT_PASSWORD = "root-password-1"
 PASSWORD = "a-good-password"
 SCHEMA = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
 TABLE = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": False, "metadata": {}}]}
-
-
-def schema_info(schema: dict[str, Any]) -> dict[str, Any]:
-    """A SchemaInfo body for an Avro schema."""
-    data = base64.b64encode(json.dumps(schema).encode()).decode()
-    return {"type": schema["name"], "serializationFormat": {"serializationFormat": "Avro"}, "schemaData": data}
-
-
-def group_body(name: str) -> dict[str, Any]:
-    """A createGroup body: Avro, Backward."""
-    return {
-        "groupName": name,
-        "groupProperties": {
-            "serializationFormat": {"serializationFormat": "Avro"},
-            "compatibility": {"policy": "Backward"},
-        },
-    }
 
 
 @dataclass
@@ -78,8 +60,8 @@ def _setup_data(admin: Api) -> None:
     admin.ok("POST", "/v1/scopes/other/tables", json={"tableName": "t2", "schema": TABLE})
     admin.ok("POST", "/v1/scopes/other/tables", json={"tableName": "t3", "schema": TABLE})
     for namespace, group in (("shop", "plain"), ("other", "plain"), ("other", "plain2")):
-        admin.ok("POST", f"/v1/groups?namespace={namespace}", json=group_body(group))
-        admin.ok("POST", f"/v1/groups/{group}/schemas?namespace={namespace}", json=schema_info(SCHEMA))
+        admin.ok("POST", f"/v1/groups?namespace={namespace}", json=avro_group(group))
+        admin.ok("POST", f"/v1/groups/{group}/schemas?namespace={namespace}", json=avro_schema_info(SCHEMA))
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -181,7 +163,7 @@ def _status(admin: Api, path: str) -> int:
 
 
 def _victim_group(admin: Api, suffix: str) -> None:
-    admin.ok("POST", "/v1/groups?namespace=shop", json=group_body(f"v{suffix}"))
+    admin.ok("POST", "/v1/groups?namespace=shop", json=avro_group(f"v{suffix}"))
 
 
 def _victim_stream(admin: Api, suffix: str) -> None:
@@ -206,16 +188,16 @@ CASES = [
     Case("registry: latest schemas", 1, "shop", "GET", "/v1/namespace/shop/groups/plain/schemas", 200),
     Case("registry: history", 1, "other", "GET", "/v1/groups/plain/history?namespace=other", 200),
     Case("registry: validate (a read)", 1, "shop", "POST", "/v1/groups/plain/schemas/versions/validate?namespace=shop",
-         200, body=lambda s: {"schemaInfo": schema_info(SCHEMA)}),
+         200, body=lambda s: {"schemaInfo": avro_schema_info(SCHEMA)}),
     # registry writes
     Case("registry: create group", 2, "shop", "POST", "/v1/groups?namespace=shop", 201,
-         body=lambda s: group_body(f"g{s}"),
+         body=lambda s: avro_group(f"g{s}"),
          untouched=lambda a, s: _status(a, f"/v1/groups/g{s}?namespace=shop") == 404),
     Case("registry: add codec type", 2, "shop", "POST", "/v1/groups/plain/codecTypes?namespace=shop", 201,
          body=lambda s: {"name": f"codec{s}"},
          untouched=lambda a, s: f"codec{s}" not in str(a.ok("GET", "/v1/groups/plain/codecTypes?namespace=shop"))),
     Case("registry: create group elsewhere", 2, "other", "POST", "/v1/groups?namespace=other", 201,
-         body=lambda s: group_body(f"g{s}"),
+         body=lambda s: avro_group(f"g{s}"),
          untouched=lambda a, s: _status(a, f"/v1/groups/g{s}?namespace=other") == 404),
     # registry admin
     Case("registry: change policy", 3, "shop", "PUT", "/v1/groups/v{s}/compatibility?namespace=shop", 200,
@@ -317,9 +299,9 @@ def test_listings_show_only_what_the_caller_may_read(world: World) -> None:
     groups = api.ok("GET", "/v1/groups?namespace=other")["groups"]
     assert sorted(groups) == ["plain", "t2"]
     # The same schema is in plain and plain2: only plain is told of.
-    added_to = api.ok("POST", "/v1/schemas/addedTo?namespace=other", json=schema_info(SCHEMA))["groups"]
+    added_to = api.ok("POST", "/v1/schemas/addedTo?namespace=other", json=avro_schema_info(SCHEMA))["groups"]
     assert list(added_to) == ["plain"]
-    everywhere = admin.ok("POST", "/v1/schemas/addedTo?namespace=other", json=schema_info(SCHEMA))["groups"]
+    everywhere = admin.ok("POST", "/v1/schemas/addedTo?namespace=other", json=avro_schema_info(SCHEMA))["groups"]
     assert set(everywhere) == {"plain", "plain2"}
 
     # Where it has nothing, it learns nothing: not the scope's tables, nor whether a scope exists.
