@@ -13,13 +13,14 @@ reads the file and sums every decoded field:
 - ``from_avro``: Spark's own (``pyspark.sql.avro.functions.from_avro``) on the bare payloads,
   with the schema's JSON; the connector class it needs is built by ``bench/spark_avro_jar.py``.
 - ``from_registry (confluent)`` and ``from_registry (pravega)``: this project's column function
-  (an Arrow UDF) on the framed payloads, resolving the writer schema through the registry.
+  (an iterator Arrow UDF) on the framed payloads, resolving the writer schema through the registry.
 - ``decode_registry (confluent)``: the same decoding over whole rows (``mapInArrow``).
 - ``scan``: ``sum(length(payload))`` over the bare column: the floor (reading the file).
 
 Figures are rows per wall-clock second and rows per CPU second (this process, Spark's JVM and
 its Python workers, read from /proc), each the best of ``--rounds`` interleaved rounds (noise only
-ever slows a run down), after a warm-up of each contender; ratios are to ``from_avro`` (target:
+ever slows a run down; each round starts one contender later than the one before, so that no
+contender always runs in the same slot), after a warm-up of each contender; ratios are to ``from_avro`` (target:
 >= 0.5). The contenders must agree on the sums. The load average is printed too: the Arrow
 UDF path keeps three threads busy per task (Spark's writer, the Python worker, Spark's reader)
 where ``from_avro`` keeps one, so a machine busy with other work slows it more in wall time;
@@ -39,11 +40,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from io import BytesIO
@@ -57,15 +55,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import spark_plugin
+from bench.harness import add_conf_option, conf_settings, local_session, served_catalog
 from bench.spark_avro_jar import build as build_avro_jar
-from catalog_api.server import migrate
-from catalog_api.server.app import create_app
-from catalog_api.server.config import Settings
 from registry.client import RegistryClient, schema_info
 from registry.model import Compatibility, GroupProperties, SerializationFormat
 from registry.serde.confluent import encode_prefix
 from registry.serde.wire import encode_header
-from tests.support.net import serve_in_thread
 
 SCHEMA: dict[str, Any] = {
     "type": "record",
@@ -148,43 +143,30 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
-                        help="a Spark setting for the session (every contender); may be repeated")
+    add_conf_option(parser)
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.conf)
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    settings = conf_settings(parser, args)
 
-    from pyspark.sql import SparkSession
     from pyspark.sql.avro.functions import from_avro
 
     from spark_plugin.functions import decode_registry, from_registry
 
-    root = Path(tempfile.mkdtemp(prefix="streamcat-bench-functions-"))
-    try:
-        url = f"sqlite:///{root / 'catalog.db'}"
-        migrate.upgrade(url)
-        with serve_in_thread(create_app(Settings(database_url=url, warehouse=str(root / "warehouse")))) as uri:
-            client = RegistryClient(uri, "bench")
-            client.create_group("clicks", GroupProperties(SerializationFormat("Avro"), Compatibility.of("Backward"),
-                                                          False, {}))
-            version = client.add_schema("clicks", schema_info("Avro", json.dumps(SCHEMA)))
-            confluent = encode_prefix(version.id)
-            pravega = encode_header(client.encoding_id("clicks", version))
-            started = time.perf_counter()
-            data = root / "payloads.parquet"
-            write_file(data, payloads(args.rows), confluent, pravega, max(args.rows // (4 * args.cores), 1))
-            print(f"{args.rows:,} payloads written in {time.perf_counter() - started:.1f} s")
+    with served_catalog("streamcat-bench-functions-") as (uri, root):
+        client = RegistryClient(uri, "bench")
+        client.create_group("clicks", GroupProperties(SerializationFormat("Avro"), Compatibility.of("Backward"),
+                                                      False, {}))
+        version = client.add_schema("clicks", schema_info("Avro", json.dumps(SCHEMA)))
+        confluent = encode_prefix(version.id)
+        pravega = encode_header(client.encoding_id("clicks", version))
+        started = time.perf_counter()
+        data = root / "payloads.parquet"
+        write_file(data, payloads(args.rows), confluent, pravega, max(args.rows // (4 * args.cores), 1))
+        print(f"{args.rows:,} payloads written in {time.perf_counter() - started:.1f} s")
 
-            builder = (SparkSession.builder.master(f"local[{args.cores}]").appName("streamcat-bench-functions")
-                       .config("spark.ui.enabled", "false")
-                       .config("spark.sql.shuffle.partitions", str(args.cores)))
-            conf = spark_plugin.spark_conf(uri)
-            conf["spark.jars"] = f"{conf['spark.jars']},{build_avro_jar()}"
-            conf.update(settings)
-            for key, value in conf.items():
-                builder = builder.config(key, value)
-            spark = builder.getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
+        # Spark's from_avro, the baseline, comes in a jar of its own beside the catalog's.
+        jars = {"spark.jars": f"{spark_plugin.spark_conf(uri)['spark.jars']},{build_avro_jar()}"}
+        with local_session(uri, root, "streamcat-bench-functions", args.cores, "1g", {**jars, **settings},
+                           {"spark.sql.shuffle.partitions": str(args.cores)}) as spark:
             schema_json = json.dumps(SCHEMA)
 
             def contender(decode: Callable[[Any], Any], column: str) -> Callable[[], list[Any]]:
@@ -216,14 +198,15 @@ def main() -> None:
             answers: dict[str, list[Any]] = {}
             for run in contenders.values():  # warm-up: JIT, Python workers, schema caches
                 run()
-            for _ in range(args.rounds):
-                for name, run in contenders.items():
-                    seconds, cpu, answers[name] = timed(run)
+            order = list(contenders)
+            for round_number in range(args.rounds):
+                # Each round starts one contender later: whatever a slot costs (the garbage the one
+                # before it left, a JIT still settling) falls on every contender in turn, not on one.
+                shift = round_number % len(order)
+                for name in order[shift:] + order[:shift]:
+                    seconds, cpu, answers[name] = timed(contenders[name])
                     best[name] = min(best.get(name, seconds), seconds)
                     best_cpu[name] = min(best_cpu.get(name, cpu), cpu)
-            spark.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
     expected = answers["from_avro"]
     for name in contenders:

@@ -1,26 +1,27 @@
 """Spark through the Streamcat catalog, beside Spark's own Parquet and JSON sources.
 
-    .venv/bin/python bench/spark.py [--rows 5000000] [--cores 2] [--rounds 3]
+    .venv/bin/python bench/spark.py [--rows 5000000] [--cores 2] [--rounds 3] [--conf KEY=VALUE ...]
 
 Runs the whole application on a temporary SQLite database and local warehouse (served in a
 thread of this process) and one local SparkSession (``local[cores]``). One 10-column
 DataFrame (``spark.range`` and expressions: longs, ints, doubles, a float, a decimal, a
 string, a date, a timestamp and a boolean) is written by each contender in the same run:
-``INSERT`` into a Streamcat table (``df.writeTo(table).append()``: Python data source,
-columnar chunks, one catalog commit), ``df.write.parquet`` and ``df.write.json``. Then each
+``INSERT`` into a Streamcat table (``df.writeTo(table).append()``: columnar chunks written by
+Spark's own Parquet writer through the catalog shim, or by the Python data source when the
+native path is off, and one catalog commit), ``df.write.parquet`` and ``df.write.json``. Then each
 is read back with ``SELECT SUM`` over all ten columns. Figures are rows per wall-clock
 second, the best of ``--rounds`` interleaved rounds (a shared machine's noise only ever slows a
 run down); ratios are to Parquet (for both it is the speed to beat). A small warm-up of every
 contender first starts the JVM's JIT and the Python workers. The contenders must agree on the sums.
+
+``--conf`` sets a Spark setting of the session: ``--conf spark.sql.catalog.streamcat.native-write=false``
+measures the Python writer, ``--conf spark.sql.catalog.streamcat.native-scan=false`` the Python reader.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,11 +29,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import spark_plugin
-from catalog_api.server import migrate
-from catalog_api.server.app import create_app
-from catalog_api.server.config import Settings
-from tests.support.net import serve_in_thread
+from bench.harness import add_conf_option, conf_settings, local_session, served_catalog
 
 COLUMNS = [
     "id AS id",
@@ -64,29 +61,13 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best of each figure counts")
     parser.add_argument("--driver-memory", default="3g")
+    add_conf_option(parser)
     args = parser.parse_args()
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    settings_given = conf_settings(parser, args)
 
-    from pyspark.sql import SparkSession
-
-    root = Path(tempfile.mkdtemp(prefix="streamcat-bench-spark-"))
-    try:
-        url = f"sqlite:///{root / 'catalog.db'}"
-        migrate.upgrade(url)
-        settings = Settings(database_url=url, warehouse=str(root / "warehouse"))
-        with serve_in_thread(create_app(settings)) as server:
-            builder = (SparkSession.builder.master(f"local[{args.cores}]").appName("streamcat-bench")
-                       .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-                       .config("spark.driver.memory", args.driver_memory)
-                       .config("spark.sql.warehouse.dir", str(root / "spark-warehouse")))
-            spark = spark_plugin.configure(builder, uri=server).getOrCreate()
-            spark.sparkContext.setLogLevel("ERROR")
-            try:
-                run(spark, root, args.rows, args.cores, args.rounds)
-            finally:
-                spark.stop()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with served_catalog("streamcat-bench-spark-") as (server, root), \
+            local_session(server, root, "streamcat-bench", args.cores, args.driver_memory, settings_given) as spark:
+        run(spark, root, args.rows, args.cores, args.rounds)
 
 
 def run(spark: Any, root: Path, rows: int, cores: int, rounds: int) -> None:

@@ -3,6 +3,12 @@
 Columns are addressed by a path of names, as Spark does: ``["address", "zip"]`` for a
 nested field, ``element`` to step into an array's elements and ``key`` / ``value``
 into a map's.
+
+Column changes keep every column's field id (``catalog_api.schema.fieldids``): a schema made
+before ids existed gets them at its first column change, in schema order, so that the version
+it changes and the new one agree; an added column gets the highest id ever used plus one.
+Column defaults follow Spark's metadata: ``CURRENT_DEFAULT`` (what an INSERT that omits the
+column writes) and ``EXISTS_DEFAULT`` (what rows written before the column existed read).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
+from catalog_api.schema.defaults import CURRENT_DEFAULT, EXISTS_DEFAULT
+from catalog_api.schema.fieldids import assign_field_ids, last_field_id
 from registry.errors import BadRequest
 
 Struct = dict[str, Any]
@@ -24,6 +32,8 @@ COLUMN_OPS = (
     "updateColumnNullability",
     "updateColumnComment",
     "updateColumnPosition",
+    # ``default``: the new CURRENT_DEFAULT SQL text, empty or absent to drop it.
+    "updateColumnDefault",
 )
 TABLE_OPS = ("setProperty", "removeProperty", "setComment", "setCompatibility")
 
@@ -84,6 +94,11 @@ def _path(change: dict[str, Any]) -> list[str]:
 def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> Struct:
     """A new schema with the column changes applied in order; the input is left alone."""
     result = copy.deepcopy(schema)
+    if not any(c["op"] in COLUMN_OPS for c in changes):
+        return result
+    # Ids first, on the schema as it is: a renamed or moved column keeps the id it had.
+    assign_field_ids(result)
+    last = last_field_id(result)
     for change in changes:
         op = change["op"]
         if op not in COLUMN_OPS:
@@ -94,7 +109,8 @@ def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> S
         if op == "addColumn":
             if any(f["name"] == path[-1] for f in fields):
                 raise BadRequest(f"addColumn: column {_dotted(path)} already exists")
-            metadata = {"comment": change["comment"]} if change.get("comment") else {}
+            metadata: dict[str, Any] = {"comment": change["comment"]} if change.get("comment") else {}
+            metadata.update(_added_default(change, path))
             new = {
                 "name": path[-1],
                 "type": change["type"],
@@ -127,4 +143,27 @@ def apply_column_changes(schema: Struct, changes: Sequence[dict[str, Any]]) -> S
         elif op == "updateColumnPosition":
             fields.pop(index)
             _place(fields, target, change.get("position"), op, path)
-    return result
+        elif op == "updateColumnDefault":
+            metadata = target.setdefault("metadata", {})
+            default = change.get("default")
+            # Only what new rows get changes: rows written before the column existed keep reading
+            # EXISTS_DEFAULT, as in Spark's own catalogs.
+            if default:
+                metadata[CURRENT_DEFAULT] = str(default)
+            else:
+                metadata.pop(CURRENT_DEFAULT, None)
+    return assign_field_ids(result, last)
+
+
+def _added_default(change: dict[str, Any], path: Sequence[str]) -> dict[str, str]:
+    """The default metadata of an added column: ``default`` is ``{"current": sql, "exists": sql}``
+    (Spark's CURRENT_DEFAULT and EXISTS_DEFAULT texts), or absent."""
+    default = change.get("default")
+    if default is None:
+        return {}
+    if not (isinstance(default, dict) and isinstance(default.get("current"), str) and default["current"]):
+        raise BadRequest(f"addColumn: the default of {_dotted(path)} must be {{'current': sql, 'exists': sql}}")
+    out = {CURRENT_DEFAULT: default["current"]}
+    exists = default.get("exists")
+    out[EXISTS_DEFAULT] = exists if isinstance(exists, str) and exists else default["current"]
+    return out

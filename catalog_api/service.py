@@ -44,6 +44,7 @@ from catalog_api.model import (
     primary_key,
 )
 from catalog_api.schema import to_schema, to_struct
+from catalog_api.schema.fieldids import carry_field_ids
 from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
 from registry.errors import BadRequest, Conflict, GroupNotFound, WriteConflict
 from registry.ids import GroupName, Namespace, TypeName
@@ -383,7 +384,9 @@ class CatalogService:
         def update(record: TableRecord, groups: SchemaGroups) -> TableMeta:
             current = self._view(record, groups)
             key = primary_key(record.properties)
-            wanted = _keyed_schema(schema, dict(record.properties))
+            # The new query's columns keep the ids of the table's columns of the same path, so that
+            # the table's older chunks read under the new schema.
+            wanted = carry_field_ids(current.schema, _keyed_schema(schema, dict(record.properties)))
             _check_key_columns_intact(key, current.schema, wanted)
             if wanted != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(wanted, record.format, name, scope))

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 #: Bytes beyond the data that any read may touch (a varint's ten, at most), so reads need no bounds checks.
 _PADDING = 16
@@ -42,6 +43,10 @@ class Unsupported(Exception):
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
 _HIGH = np.uint64(0x8080808080808080)
 _ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+_PAIRS = np.uint64(0x3F803F803F803F80)
+_LOW14, _HIGH14 = np.uint64(0x00003FFF00003FFF), np.uint64(0x3FFF00003FFF0000)
+_LOW28, _HIGH28 = np.uint64(0x000000000FFFFFFF), np.uint64(0x0FFFFFFF00000000)
 
 
 def words(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -56,27 +61,33 @@ def _varint(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     The common cases take a handful of whole-batch operations: every value one byte long, or
     every value at most eight bytes long (56 bits), read as one 64-bit word whose 7-bit groups
     are packed together. Longer varints (magnitudes of 2^55 and over) are read a byte at a time.
+    Each numpy operation costs about a microsecond on a batch however simple it is, so the
+    packing skips the steps that the batch's longest varint does not need.
     """
     first = data.take(pos)
     if not (first & 0x80).any():
-        value = first.astype(np.uint64)
-    else:
-        word = words(data, pos)
-        stop = ~word & _HIGH  # the high bit of every byte that ends the varint
-        if not stop.all():
-            return _varint_bytes(data, pos)
-        last = stop & (~stop + _ONE)  # the first such byte
-        mask = (last << _ONE) - _ONE
-        x = word & mask & _LOW7
-        x = (x & np.uint64(0x007F007F007F007F)) | ((x & np.uint64(0x7F007F007F007F00)) >> _ONE)
-        x = (x & np.uint64(0x00003FFF00003FFF)) | ((x & np.uint64(0x3FFF00003FFF0000)) >> np.uint64(2))
-        value = (x & np.uint64(0x000000000FFFFFFF)) | ((x & np.uint64(0x0FFFFFFF00000000)) >> np.uint64(4))
-        return _unzigzag(value), pos + (np.bitwise_count(mask) >> np.uint8(3))
-    return _unzigzag(value), pos + 1
+        return _unzigzag(first.astype(np.uint64)), pos + 1
+    word = words(data, pos)
+    stop = ~word & _HIGH  # the high bit of every byte that ends a varint
+    if not stop.all():
+        return _varint_bytes(data, pos)
+    # Every bit up to the first ending byte's high bit: stop - 1 borrows through the lower bits.
+    mask = stop ^ (stop - _ONE)
+    x = word & _LOW7 & mask
+    bits = np.bitwise_count(mask)  # eight per byte of the varint
+    widest = int(bits.max())
+    # Pairs of 7-bit groups into 14 bits: take the upper group's extra 2^7 back out (b0 + 256 b1 - 128 b1).
+    x -= (x >> _ONE) & _PAIRS
+    if widest > 16:
+        x = (x & _LOW14) | ((x & _HIGH14) >> np.uint64(2))
+        if widest > 32:
+            x = (x & _LOW28) | ((x & _HIGH28) >> np.uint64(4))
+    return _unzigzag(x), pos + (bits >> np.uint8(3))
 
 
 def _unzigzag(value: np.ndarray) -> np.ndarray:
-    return (value >> _ONE).astype(np.int64) ^ -(value & _ONE).astype(np.int64)
+    # In uint64 then viewed, not cast: astype() would copy twice.
+    return ((value >> _ONE) ^ (_ZERO - (value & _ONE))).view(np.int64)
 
 
 def _varint_bytes(data: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -117,6 +128,51 @@ def _gather(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[
     return offsets, data[index]
 
 
+def _slices(binary_type: pa.DataType, data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
+    """A binary (or string) array of the byte ranges (starts, ends) of ``data``, each ``start <= end``.
+
+    When the ranges come in order without overlapping (one per record, records in order: the
+    usual case), ``data`` itself is the values buffer of an array whose even elements are the
+    ranges and whose odd elements are the bytes between them, and Arrow's ``take`` of the even
+    elements copies them in C++, without numpy's byte-index array. Otherwise (a malformed
+    record ran into the next one) they are gathered with numpy.
+    """
+    rows = len(starts)
+    if rows and len(data) < 2**31 and not (starts[1:] < ends[:-1]).any():
+        bounds = np.empty(2 * rows, np.int32)
+        bounds[0::2] = starts
+        bounds[1::2] = ends
+        interleaved = pa.Array.from_buffers(binary_type, 2 * rows - 1,
+                                            [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+        return pc.take(interleaved, _evens(rows), boundscheck=False)  # the indices are in range by construction
+    offsets, values = _gather(data, starts, ends - starts)
+    return pa.Array.from_buffers(binary_type, rows, [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+
+
+def _check_utf8(array: pa.Array) -> None:
+    """Raise ArrowInvalid unless every string of ``array`` (offset 0) is UTF-8, as fastavro's strict decoding checks.
+
+    Text that is all ASCII is UTF-8: one pass for the highest byte spares Arrow's full
+    validation (about 15 times slower) in that common case.
+    """
+    size = int(np.frombuffer(array.buffers()[1], np.int32, len(array) + 1)[-1]) if len(array) else 0
+    if size and np.frombuffer(array.buffers()[2], np.uint8, size).max() >= 0x80:
+        array.validate(full=True)
+
+
+_even_indices: dict[int, pa.Array] = {}
+
+
+def _evens(rows: int) -> pa.Array:
+    """0, 2, 4, ... (``rows`` of them), kept per size: batches mostly come in a few sizes."""
+    found = _even_indices.get(rows)
+    if found is None:
+        if len(_even_indices) > 64:
+            _even_indices.clear()
+        found = _even_indices[rows] = pa.array(np.arange(0, 2 * rows, 2, dtype=np.int64))
+    return found
+
+
 def _primitive(kind: str, arrow_type: pa.DataType) -> Step:
     if kind in ("int", "long"):
         narrow = pa.types.is_int32(arrow_type) or pa.types.is_date32(arrow_type)
@@ -146,13 +202,13 @@ def _primitive(kind: str, arrow_type: pa.DataType) -> Step:
 
         def text(data: np.ndarray, pos: np.ndarray) -> tuple[pa.Array | None, np.ndarray]:
             lengths, pos = _varint(data, pos)
-            if (lengths < 0).any() or (lengths > len(data)).any():
+            ends = pos + lengths
+            if (lengths < 0).any() or (ends > len(data)).any():
                 raise _Overrun  # a negative or impossible length: not a record of this schema
-            offsets, values = _gather(data, pos, lengths)
-            array = pa.Array.from_buffers(binary_type, len(pos), [None, pa.py_buffer(offsets), pa.py_buffer(values)])
+            array = _slices(binary_type, data, pos, ends)
             if kind == "string":
-                array.validate(full=True)  # UTF-8, as fastavro's strict decoding checks
-            return array, pos + lengths
+                _check_utf8(array)
+            return array, ends
 
         return text
     if kind == "null":
@@ -166,6 +222,37 @@ def _primitive(kind: str, arrow_type: pa.DataType) -> Step:
 
 class _Overrun(Exception):
     """A length in the data is impossible; the batch is decoded record by record instead."""
+
+
+def _spread(values: pa.Array, present: np.ndarray, chosen: np.ndarray) -> pa.Array:
+    """``values`` (one per row of ``chosen``, the rows where ``present``) spread over all rows, null elsewhere.
+
+    Strings and fixed-width numbers are laid out directly (offsets or values with a validity
+    bitmap), which is several times cheaper than Arrow's ``take``; other types are taken.
+    """
+    rows = len(present)
+    kind = values.type
+    validity = pa.py_buffer(np.packbits(present, bitorder="little"))
+    nulls = rows - len(chosen)
+    buffers = values.buffers()
+    if values.null_count == 0 and values.offset == 0 and all(b is not None for b in buffers[1:]):
+        if pa.types.is_string(kind) or pa.types.is_binary(kind):
+            value_offsets = np.frombuffer(buffers[1], np.int32, len(values) + 1)
+            # Row i's offset is that of the first value after the rows before it that have one.
+            before = np.zeros(rows + 1, np.intp)
+            np.cumsum(present, out=before[1:])
+            offsets = value_offsets[before]
+            return pa.Array.from_buffers(kind, rows, [validity, pa.py_buffer(offsets), buffers[2]], null_count=nulls)
+        width = kind.bit_width if pa.types.is_primitive(kind) and not pa.types.is_boolean(kind) else 0
+        if width in (8, 16, 32, 64):
+            layout = np.dtype(f"<u{width // 8}")
+            spread = np.zeros(rows, layout)
+            spread[chosen] = np.frombuffer(buffers[1], layout, len(values))
+            return pa.Array.from_buffers(kind, rows, [validity, pa.py_buffer(spread)], null_count=nulls)
+    # Rows without a value take a null index, which take() turns into null.
+    index = np.full(rows, -1, np.int64)
+    index[chosen] = np.arange(len(chosen))
+    return values.take(pa.array(index, pa.int64(), mask=~present))
 
 
 def _names(schema: dict[str, Any], namespace: str) -> tuple[str, str]:
@@ -295,11 +382,7 @@ class _Compiler:
             pos = pos.copy()
             pos[chosen] = after
             assert values is not None
-            # Rows without a value take a null index, which take() turns into null.
-            index = np.full(len(pos), -1, np.int64)
-            index[chosen] = np.arange(len(chosen))
-            indices = pa.array(index, pa.int64(), mask=~present)
-            return values.take(indices), pos
+            return _spread(values, present, chosen), pos
 
         return union
 
@@ -429,9 +512,9 @@ class ColumnarDecoder:
         return array, after > ends
 
 
-def pad(data: np.ndarray) -> np.ndarray:
-    """``data`` with the zero bytes after it that decoders may read past a truncated record."""
-    return np.concatenate([data, np.zeros(_PADDING + 1, np.uint8)])
+def pad(*parts: np.ndarray) -> np.ndarray:
+    """``parts`` (bytes) joined, with the zero bytes after them that decoders may read past a truncated record."""
+    return np.concatenate([*parts, np.zeros(_PADDING + 1, np.uint8)])
 
 
 def columnar_decoder(writer: Any, reader: Any | None, arrow_type: pa.StructType) -> ColumnarDecoder | None:

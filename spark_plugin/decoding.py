@@ -88,15 +88,27 @@ class BatchDecoder:
         self.struct = struct
         self.mode = mode
         self._arrow_type: pa.StructType | None = None
+        self._cache_key: tuple[str, ...] | None = None
+        self._fix: Callable[[Any], Any] | None = None
 
-    def __call__(self, payloads: pa.Array) -> pa.Array:
-        """The struct array of a batch of payloads (null for null payloads)."""
-        from pyspark_streamcat.arrow import spark_arrow_schema, value_converter
+    def __getstate__(self) -> dict[str, Any]:
+        # What the executors build for themselves stays out of the pickle.
+        return {**self.__dict__, "_arrow_type": None, "_cache_key": None, "_fix": None}
 
+    def __call__(self, payloads: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """The struct array of a batch of payloads (null for null payloads).
+
+        Several batches may come as the chunks of one ChunkedArray: they are decoded as one,
+        which spreads the fixed cost of each whole-batch operation over more rows.
+        """
         arrow_type = self._arrow_type
         if arrow_type is None:  # once per task, not per batch: pyspark's conversion is not free
+            from pyspark_streamcat.arrow import spark_arrow_schema
+
             arrow_type = self._arrow_type = pa.struct(list(spark_arrow_schema(self.struct)))
-        key = _key(self.uri, self.namespace, self.group, self.reader)
+        key = self._cache_key
+        if key is None:
+            key = self._cache_key = _key(self.uri, self.namespace, self.group, self.reader)
         deserializer = _deserializer(key, self.uri, self.namespace, self.group, self.reader)
         if pa.types.is_large_binary(payloads.type):
             payloads = payloads.cast(pa.binary())
@@ -105,25 +117,22 @@ class BatchDecoder:
             self._columnar(payloads, key, deserializer, arrow_type, pieces)
         rows = np.flatnonzero(slow)
         if len(rows):
-            fix = None if self.reader.format.name == "Avro" else value_converter(self.struct, self.reader.format.name)
+            fix = self._fix
+            if fix is None and self.reader.format.name != "Avro":
+                from pyspark_streamcat.arrow import value_converter
+
+                fix = self._fix = value_converter(self.struct, self.reader.format.name)
             pieces.append((rows, self._records(payloads, rows, deserializer.deserialize, fix, arrow_type)))
         if len(pieces) == 1 and len(pieces[0][0]) == len(payloads):
             return pieces[0][1]
         return _assemble(pieces, len(payloads), arrow_type)
 
-    def _columnar(self, payloads: pa.Array, key: tuple[str, ...], deserializer: Deserializer,
+    def _columnar(self, payloads: pa.Array | pa.ChunkedArray, key: tuple[str, ...], deserializer: Deserializer,
                   arrow_type: pa.StructType, pieces: list[tuple[np.ndarray, pa.Array]]) -> np.ndarray:
         """Decode what the columnar decoder can into ``pieces``; returns the rows left to the record path."""
-        from spark_plugin.avro_columns import pad, words
+        from spark_plugin.avro_columns import words
 
-        n = len(payloads)
-        offsets = np.frombuffer(payloads.buffers()[1], np.int32, n + 1, payloads.offset * 4).astype(np.int64)
-        data_buffer = payloads.buffers()[2]
-        whole = np.frombuffer(data_buffer, np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
-        # Only this batch's bytes (a slice of a bigger array shares its parent's buffer), padded.
-        data = pad(whole[offsets[0]:offsets[-1]])
-        offsets -= offsets[0]
-        starts, ends = offsets[:-1], offsets[1:]
+        data, starts, ends = _layout(payloads.chunks if isinstance(payloads, pa.ChunkedArray) else [payloads])
         usable = ends - starts >= PREFIX
         if payloads.null_count:
             usable &= ~np.asarray(payloads.is_null().to_numpy(zero_copy_only=False))
@@ -145,7 +154,10 @@ class BatchDecoder:
             if decoder is None:
                 slow[chosen] = True
                 continue
-            array, bad = decoder.decode(data, starts[chosen] + PREFIX, ends[chosen])
+            if len(chosen) == len(starts):  # every row: the arrays themselves, not gathered copies of them
+                array, bad = decoder.decode(data, starts + PREFIX, ends)
+            else:
+                array, bad = decoder.decode(data, starts[chosen] + PREFIX, ends[chosen])
             if array is None:
                 slow[chosen] = True
                 continue
@@ -156,8 +168,8 @@ class BatchDecoder:
             pieces.append((chosen, array))
         return slow
 
-    def _decoder(self, key: tuple[str, ...], head: bytes, deserializer: Deserializer, payloads: pa.Array,
-                 row: int, arrow_type: pa.StructType) -> ColumnarDecoder | None:
+    def _decoder(self, key: tuple[str, ...], head: bytes, deserializer: Deserializer,
+                 payloads: pa.Array | pa.ChunkedArray, row: int, arrow_type: pa.StructType) -> ColumnarDecoder | None:
         """The columnar decoder of the rows that start with ``head`` (``row`` is one of them)."""
         cache_key = (key, head)
         if cache_key in _columnar:
@@ -178,7 +190,7 @@ class BatchDecoder:
         with _lock:
             return _columnar.setdefault(cache_key, decoder)
 
-    def _records(self, payloads: pa.Array, rows: np.ndarray, deserialize: Callable[[bytes], Any],
+    def _records(self, payloads: pa.Array | pa.ChunkedArray, rows: np.ndarray, deserialize: Callable[[bytes], Any],
                  fix: Callable[[Any], Any] | None, arrow_type: pa.StructType) -> pa.Array:
         permissive = self.mode == PERMISSIVE
         records: list[Any] = []
@@ -196,6 +208,32 @@ class BatchDecoder:
                 raise SerdeError(f"from_registry: row {row} of a batch: {e}") from e
             append(record if fix is None else fix(record))
         return pa.array(records, type=arrow_type)
+
+
+def _layout(chunks: list[pa.Array]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The payload bytes of ``chunks`` (binary arrays) end to end and padded, and where each payload starts and ends.
+
+    Only the chunks' own bytes are copied: a slice of a bigger array shares its parent's buffer.
+    """
+    from spark_plugin.avro_columns import pad
+
+    parts: list[np.ndarray] = []
+    bounds: list[np.ndarray] = []
+    base = 0
+    for chunk in chunks:
+        if not len(chunk):
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], np.int32, len(chunk) + 1, chunk.offset * 4)
+        first, last = int(offsets[0]), int(offsets[-1])
+        if last > first:
+            parts.append(np.frombuffer(chunk.buffers()[2], np.uint8, last - first, first))
+        bounds.append(offsets.astype(np.int64) + (base - first))
+        base += last - first
+    if len(bounds) == 1:
+        return pad(*parts), bounds[0][:-1], bounds[0][1:]
+    empty = np.zeros(0, np.int64)
+    return (pad(*parts), np.concatenate([b[:-1] for b in bounds] or [empty]),
+            np.concatenate([b[1:] for b in bounds] or [empty]))
 
 
 def _assemble(pieces: list[tuple[np.ndarray, pa.Array]], rows: int, arrow_type: pa.StructType) -> pa.Array:

@@ -19,7 +19,8 @@ users strip the 5-byte prefix and look schemas up by hand. These functions do it
 - :func:`decode_registry` does what :func:`from_registry` does to one column of a DataFrame,
   through ``mapInArrow`` over whole rows, which spares Spark buffering and joining each row.
 
-They run over Arrow batches: one Python call per batch of rows, not per row. The struct's Spark
+They run over Arrow batches, never one Python call per row; the decoding functions read a few
+batches and decode them together (:data:`MERGED_ROWS`), answering each batch. The struct's Spark
 type is the reader schema converted by :func:`catalog_api.schema.to_struct`, the converter
 the catalog uses for tables. A Confluent subject is the registry group of the same name (in
 ``namespace``). Only client-side modules are imported: the registry client, the serializers,
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
 __all__ = ["FAILFAST", "PERMISSIVE", "decode_registry", "from_registry", "reader_type", "to_registry"]
 
 _FRAMINGS = ("confluent", "pravega")
+
+_Item = TypeVar("_Item")
 
 
 def _latest(client: RegistryClient, group: str, type_name: str | None) -> SchemaInfo:
@@ -70,7 +73,9 @@ def _python_workers() -> None:
     sc = SparkContext._active_spark_context
     if sc is None:
         return
-    configured = sc.getConf().get("spark.pyspark.python")
+    # The context's own conf, one Py4J call: getConf() copies every setting, one call each
+    # (tens of milliseconds, paid by every query that builds one of these columns).
+    configured = sc._conf.get("spark.pyspark.python")
     if configured and sc.pythonExec != configured:
         sc.pythonExec = configured
 
@@ -110,11 +115,48 @@ def from_registry(col: Column | str, uri: str, subject_or_group: str, reader_sch
 
     batch = _batch_decoder(uri, subject_or_group, reader_schema, namespace, type_name, mode)
 
-    def decode(payloads: pa.Array) -> pa.Array:
-        return batch(payloads)
+    # An iterator UDF (its type hints make it one): it may read a few batches before answering
+    # them, and decode them together (see _merged).
+    def decode(batches: Iterator[pa.Array]) -> Iterator[pa.Array]:
+        for group in _merged(batches, len):
+            decoded = batch(group[0] if len(group) == 1 else pa.chunked_array(group))
+            yield from _split(decoded, [len(payloads) for payloads in group])
 
     # pyspark's stubs know only the form with functionType, which pyspark itself now warns against.
     return arrow_udf(decode, batch.struct)(col)  # type: ignore[call-overload]
+
+
+#: Rows decoded together. Spark hands a UDF whose input comes from a columnar scan one batch per
+#: scan batch (4096 rows for Parquet, whatever ``maxRecordsPerBatch`` says), and every whole-batch
+#: numpy operation has a fixed cost of about a microsecond: decoding 32768 rows at once costs
+#: about a third less per row than 4096 at a time. The rows waiting meanwhile are a few megabytes.
+MERGED_ROWS = 32768
+
+
+def _merged(batches: Iterator[_Item], rows: Callable[[_Item], int]) -> Iterator[list[_Item]]:
+    """``batches`` in consecutive groups of at least :data:`MERGED_ROWS` rows (the last may hold fewer)."""
+    group: list[_Item] = []
+    count = 0
+    for item in batches:
+        group.append(item)
+        count += rows(item)
+        if count >= MERGED_ROWS:
+            yield group
+            group, count = [], 0
+    if group:
+        yield group
+
+
+def _split(array: pa.Array, sizes: list[int]) -> Iterator[pa.Array]:
+    """``array`` cut into consecutive slices of ``sizes`` (zero-copy): one answer per batch received.
+
+    Spark's columnar path for Arrow-backed input pairs each answer with the batch it answers,
+    so the answers keep the batches' boundaries.
+    """
+    start = 0
+    for size in sizes:
+        yield array.slice(start, size)
+        start += size
 
 
 def _batch_decoder(uri: str, subject_or_group: str, reader_schema: SchemaInfo | None, namespace: str,
@@ -147,10 +189,13 @@ def decode_registry(frame: DataFrame, column: str, uri: str, subject_or_group: s
     fields[index] = StructField(column, batch.struct, True)
 
     def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for rows in batches:
-            arrays = list(rows.columns)
-            arrays[index] = batch(arrays[index])
-            yield pa.RecordBatch.from_arrays(arrays, names=names)
+        for group in _merged(batches, lambda rows: rows.num_rows):
+            columns = [rows.column(index) for rows in group]
+            decoded = batch(columns[0] if len(group) == 1 else pa.chunked_array(columns))
+            for rows, values in zip(group, _split(decoded, [rows.num_rows for rows in group]), strict=True):
+                arrays = list(rows.columns)
+                arrays[index] = values
+                yield pa.RecordBatch.from_arrays(arrays, names=names)
 
     return frame.mapInArrow(decode, StructType(fields))
 

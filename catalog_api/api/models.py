@@ -273,8 +273,16 @@ class _Change(Wire):
         return {k: v for k, v in self.model_dump(mode="json", exclude_unset=True).items() if v is not None}
 
 
+class ColumnDefault(Wire):
+    """A column's DEFAULT as Spark keeps it: the SQL written (CURRENT_DEFAULT) and the literal it folded
+    to, which rows written before the column existed read (EXISTS_DEFAULT; the SQL written when absent)."""
+
+    current: str = Field(min_length=1)
+    exists: str | None = None
+
+
 class AddColumn(_Change):
-    """Add a column at ``path`` (nullable unless said otherwise; last unless placed)."""
+    """Add a column at ``path`` (nullable unless said otherwise; last unless placed; with a DEFAULT)."""
 
     op: Literal["addColumn"]
     path: ColumnPath
@@ -282,6 +290,7 @@ class AddColumn(_Change):
     nullable: bool = True
     comment: str | None = None
     position: ColumnPosition | None = None
+    default: ColumnDefault | None = None
 
 
 class DropColumn(_Change):
@@ -331,6 +340,14 @@ class UpdateColumnPosition(_Change):
     position: ColumnPosition | None = None
 
 
+class UpdateColumnDefault(_Change):
+    """Set (empty or null: drop) the column's DEFAULT for new rows; older rows keep their EXISTS_DEFAULT."""
+
+    op: Literal["updateColumnDefault"]
+    path: ColumnPath
+    default: str | None = None
+
+
 class SetProperty(_Change):
     """Set a table property (``compatibility`` sets the group's policy instead)."""
 
@@ -372,6 +389,7 @@ TableChange = Annotated[
     | UpdateColumnNullability
     | UpdateColumnComment
     | UpdateColumnPosition
+    | UpdateColumnDefault
     | SetProperty
     | RemoveProperty
     | SetComment

@@ -18,6 +18,11 @@ DEFAULT_FRESHNESS_THRESHOLD_MS = 30 * 60 * 1000
 HOLDER_PROPERTY = "streamcat.materialized.holder"
 #: The commit property that records the source cuts a refresh read (JSON: {"scope.table": cut}).
 CUTS_PROPERTY = "streamcat.materialized.cuts"
+#: The commit property of a refresh that says how continuous mode maintains the query
+#: (``incremental: grouped aggregate``, ``full refreshes: a join``), as that refresh's analysis found.
+PLAN_PROPERTY = "streamcat.materialized.plan"
+#: The commit property of a refresh that says how it was made (``incremental: projection``, ``full: why``).
+METHOD_PROPERTY = "streamcat.materialized.method"
 #: The table property that marks a materialized table (the Spark shim refuses writes to it).
 TABLE_PROPERTY = "streamcat.materialized"
 #: Backoff after a failed refresh: first wait, doubled per further failure, capped.
@@ -132,6 +137,10 @@ class MaterializedTable:
     sources_now: tuple[SourceState, ...] = ()
     #: how long ago the oldest source commit the content does not reflect was made (0: up to date)
     lag_ms: int = 0
+    #: how continuous mode maintains the query, and how the last refresh was made (from its commit;
+    #: None before the first refresh, or when that commit predates these properties)
+    incremental_plan: str | None = None
+    last_refresh_method: str | None = None
 
     @property
     def behind(self) -> bool:

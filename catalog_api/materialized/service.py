@@ -19,6 +19,8 @@ from catalog_api.materialized.model import (
     CUTS_PROPERTY,
     DEFAULT_FRESHNESS_THRESHOLD_MS,
     HOLDER_PROPERTY,
+    METHOD_PROPERTY,
+    PLAN_PROPERTY,
     TABLE_PROPERTY,
     Definition,
     MaterializedTable,
@@ -82,10 +84,26 @@ class MaterializedService:
             pending = [record.created_at]  # never refreshed: behind since it was created
         lag = max(0, now - min(pending)) if pending else 0
         mode = effective_mode(record.definition.refresh_mode, record.definition.freshness_ms, self.threshold_ms)
+        plan, method = self._refresh_facts(record)
         return MaterializedTable(
             record.scope, record.name, record.definition, record.state, mode, record.version,
-            record.created_at, record.updated_at, sources, lag,
+            record.created_at, record.updated_at, sources, lag, plan, method,
         )
+
+    def _refresh_facts(self, record: Record) -> tuple[str | None, str | None]:
+        """What the last refresh commit says of the query's plan and of how it was made: the analysis is
+        Spark's (the refresher's), so the commit it wrote is where the server learns it."""
+        number = record.state.refresh_commit
+        if number <= 0:
+            return None, None
+        try:
+            found = self.catalog.commits(record.scope, record.name, number - 1, 1)
+        except NotFound:
+            return None, None
+        if not found or found[0].number != number:
+            return None, None
+        properties = found[0].properties
+        return properties.get(PLAN_PROPERTY), properties.get(METHOD_PROPERTY)
 
     def get(self, scope: str, name: str) -> MaterializedTable:
         """A materialized table with its sources' state now and its lag."""

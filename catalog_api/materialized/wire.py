@@ -135,6 +135,11 @@ class MaterializedTable(Wire):
     stale: bool
     #: a refresh would change the content (never refreshed, a source never consumed, or commits pending)
     behind: bool
+    #: how continuous mode maintains the query, as the last refresh's analysis found:
+    #: ``incremental: grouped aggregate``, ``incremental: projection`` or ``full refreshes: <reason>``
+    incremental_plan: str | None
+    #: how the last refresh was made: ``incremental: <kind>`` or ``full: <reason>``
+    last_refresh_method: str | None
     lease_holder: str | None
     lease_expires_at: int | None
     version: int
@@ -172,6 +177,8 @@ class MaterializedTable(Wire):
             lag_ms=table.lag_ms,
             stale=table.stale,
             behind=table.behind,
+            incremental_plan=table.incremental_plan,
+            last_refresh_method=table.last_refresh_method,
             lease_holder=s.lease_holder,
             lease_expires_at=s.lease_expires_at,
             version=table.version,

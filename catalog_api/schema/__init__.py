@@ -41,10 +41,13 @@ in ``docs/schema-mapping.md``.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from catalog_api.schema import avro, jsonschema, protobuf
+from catalog_api.schema.defaults import check_defaults
 from catalog_api.schema.errors import UnsupportedType
+from catalog_api.schema.fieldids import assign_field_ids, has_field_ids
 from catalog_api.schema.spark import StructType, parse_struct
 from registry.errors import BadRequest
 
@@ -63,7 +66,12 @@ def to_schema(struct: dict[str, Any], fmt: str, name: str, namespace: str | None
     JSON: a JSON Schema titled ``name``, type name ``name``.
     """
     model = parse_struct(struct)
+    if has_field_ids(struct):
+        # Ids must be unique and on every column once some column has one (a schema put together from
+        # several sources may repeat them); a schema without any keeps none until its first column change.
+        model = parse_struct(assign_field_ids(copy.deepcopy(struct)))
     kind = _format(fmt)
+    check_defaults(model)
     if kind == "avro":
         return avro.to_schema(model, name, namespace)
     if kind == "protobuf":

@@ -10,7 +10,9 @@ from typing import Any
 import avro.errors
 import avro.schema
 
+from catalog_api.schema.defaults import EXISTS_DEFAULT, avro_default, default_value
 from catalog_api.schema.errors import UnsupportedType
+from catalog_api.schema.fieldids import FIELD_ID
 from catalog_api.schema.spark import (
     ArrayType,
     Char,
@@ -37,8 +39,10 @@ from registry.errors import BadRequest, InvalidSchema
 SPARK_TYPE = "spark.type"
 #: Property on an Avro map naming the Spark key type when it is char(n) or varchar(n).
 SPARK_KEY_TYPE = "spark.key.type"
-#: Property on an Avro field holding the Spark field metadata other than the comment.
+#: Property on an Avro field holding the Spark field metadata other than the comment and the field id.
 SPARK_METADATA = "spark.metadata"
+#: Property on an Avro field holding its stable id (Spark metadata ``parquet.field.id``), as Iceberg names it.
+FIELD_ID_PROPERTY = "field-id"
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PRIMITIVE_NAMES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
@@ -88,14 +92,29 @@ def _field(f: StructField, record_fullname: str, parent: str) -> dict[str, Any]:
     if not _NAME.fullmatch(f.name):
         raise UnsupportedType(path, "Avro field names must be letters, digits and _, not starting with a digit")
     scope = f"{record_fullname}.{_record_name(f.name)}"
-    out: dict[str, Any] = {"name": f.name, "type": _nullable(f.type, f.nullable, scope, path)}
-    if f.nullable:
+    other = f.other_metadata
+    field_id = other.pop(FIELD_ID, None)
+    avro_type = _nullable(f.type, f.nullable, scope, path)
+    out: dict[str, Any] = {"name": f.name, "type": avro_type}
+    if isinstance(field_id, int) and not isinstance(field_id, bool):
+        out[FIELD_ID_PROPERTY] = field_id
+    elif field_id is not None:
+        other[FIELD_ID] = field_id  # not an id we made: kept as it came
+    exists = other.get(EXISTS_DEFAULT)
+    holds, default = (False, None)
+    if isinstance(exists, str):
+        holds, default = avro_default(default_value(exists, f.type, path), f.type)
+    if holds and default is not None:
+        # Avro takes a union's default from its first branch: the value's branch goes first.
+        out["type"] = [avro_type[1], "null"] if isinstance(avro_type, list) else avro_type
+        out["default"] = default
+    elif f.nullable:
         out["default"] = None
     if f.comment is not None:
         out["doc"] = f.comment
-    if f.other_metadata:
-        out[SPARK_METADATA] = f.other_metadata
-        aliases = f.other_metadata.get("aliases")
+    if other:
+        out[SPARK_METADATA] = other
+        aliases = other.get("aliases")
         if isinstance(aliases, list) and all(isinstance(a, str) and _NAME.fullmatch(a) for a in aliases):
             # Former names of a renamed column: Avro resolution reads old data through them.
             out["aliases"] = list(aliases)
@@ -195,6 +214,9 @@ def _read_record(record: avro.schema.RecordSchema, path: str, seen: frozenset[st
         extra = f.other_props.get(SPARK_METADATA)
         if isinstance(extra, dict):
             metadata.update(extra)
+        field_id = f.other_props.get(FIELD_ID_PROPERTY)
+        if isinstance(field_id, int) and not isinstance(field_id, bool) and field_id > 0:
+            metadata[FIELD_ID] = field_id
         if f.doc is not None:
             metadata["comment"] = f.doc
         fields.append(StructField(f.name, dtype, nullable, metadata))

@@ -1,28 +1,58 @@
-"""The ``streamcat`` command: serve, and manage the database schema."""
+"""The ``streamcat`` command: serve, and manage the database schema.
+
+Each command imports what it needs when it runs (the subcommands' modules when they are first looked
+up): a command such as ``streamcat ingest`` then starts without loading the server, the ORM and the
+migrations, which it never uses.
+"""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import tempfile
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from catalog_api.server import backup, migrate
-from catalog_api.server.cli_auth import grants, tokens, users
-from catalog_api.server.cli_ingest import ingest_command
-from catalog_api.server.cli_refresher import refresher_command
-from catalog_api.server.cli_spark import spark_conf
-from catalog_api.server.cli_streams import streams
-from catalog_api.server.cli_tables import tables
-from catalog_api.server.config import ConfigError, Settings
-from registry.db import make_engine
+if TYPE_CHECKING:
+    from catalog_api.server.config import Settings
+
+#: Commands defined in other modules: name -> (module, attribute), imported when looked up.
+LAZY_COMMANDS = {
+    "streams": ("catalog_api.server.cli_streams", "streams"),
+    "tables": ("catalog_api.server.cli_tables", "tables"),
+    "ingest": ("catalog_api.server.cli_ingest", "ingest_command"),
+    "spark-conf": ("catalog_api.server.cli_spark", "spark_conf"),
+    "users": ("catalog_api.server.cli_auth", "users"),
+    "tokens": ("catalog_api.server.cli_auth", "tokens"),
+    "grants": ("catalog_api.server.cli_auth", "grants"),
+    "refresher": ("catalog_api.server.cli_refresher", "refresher_command"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose LAZY_COMMANDS are imported only when looked up (listed by name without importing)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        known = super().get_command(ctx, cmd_name)
+        if known is not None or cmd_name not in LAZY_COMMANDS:
+            return known
+        module, attribute = LAZY_COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attribute)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{module}.{attribute} is not a click command")
+        return command
 
 
 def _settings() -> Settings:
+    from catalog_api.server.config import ConfigError, Settings
+
     try:
         return Settings.from_env()
     except ConfigError as e:
@@ -37,7 +67,7 @@ def _prepare_local_paths(settings: Settings) -> None:
         Path(settings.warehouse).mkdir(parents=True, exist_ok=True)
 
 
-@click.group()
+@click.group(cls=LazyGroup)
 def main() -> None:
     """Streamcat: catalog and schema registry for event streams."""
 
@@ -53,6 +83,9 @@ def main() -> None:
 def serve(host: str | None, port: int | None, workers: int | None, do_migrate: bool, tls_cert: str | None,
           tls_key: str | None, tls_client_ca: str | None) -> None:
     """Serve the REST API with gunicorn (HTTPS when given a certificate and key)."""
+    from catalog_api.server import migrate
+    from catalog_api.server.config import ConfigError
+
     settings = _settings()
     settings = replace(
         settings,
@@ -93,6 +126,8 @@ def db() -> None:
 @click.argument("revision", default="head")
 def upgrade(revision: str) -> None:
     """Apply migrations up to REVISION (default: head)."""
+    from catalog_api.server import migrate
+
     settings = _settings()
     _prepare_local_paths(settings)
     migrate.upgrade(settings.database_url, revision)
@@ -103,12 +138,17 @@ def upgrade(revision: str) -> None:
 @click.argument("revision")
 def downgrade(revision: str) -> None:
     """Revert migrations down to REVISION (``base`` removes every table)."""
+    from catalog_api.server import migrate
+
     settings = _settings()
     migrate.downgrade(settings.database_url, revision)
     click.echo(f"database at {', '.join(sorted(_current(settings))) or 'base'}")
 
 
 def _current(settings: Settings) -> set[str]:
+    from catalog_api.server import migrate
+    from registry.db import make_engine
+
     engine = make_engine(settings.database_url)
     try:
         return migrate.current_revisions(engine)
@@ -126,6 +166,8 @@ def current() -> None:
 @db.command()
 def check() -> None:
     """Fail unless the database is at head and matches the ORM models."""
+    from catalog_api.server import migrate
+
     settings = _settings()
     try:
         migrate.require_current(settings.database_url)
@@ -142,6 +184,9 @@ def check() -> None:
 @click.option("--out", "out_path", required=True, help="file to write ('-' for standard output)")
 def backup_command(out_path: str) -> None:
     """Write every namespace, group, schema, encoding, scope, stream, table and commit to a file."""
+    from catalog_api.server import backup
+    from registry.db import make_engine
+
     engine = make_engine(_settings().database_url)
     with click.open_file(out_path, "w") as out:
         counts = backup.backup(engine, out)
@@ -153,6 +198,9 @@ def backup_command(out_path: str) -> None:
 @click.option("--merge", is_flag=True, help="allow a non-empty database; rows already there are skipped")
 def restore_command(source: str, merge: bool) -> None:
     """Load a backup into a migrated, empty database (ids preserved)."""
+    from catalog_api.server import backup
+    from registry.db import make_engine
+
     settings = _settings()
     _prepare_local_paths(settings)
     engine = make_engine(settings.database_url)
@@ -163,15 +211,6 @@ def restore_command(source: str, merge: bool) -> None:
         raise click.ClickException(e.message) from None
     click.echo(f"restored {sum(counts.values())} rows: {counts}", err=True)
 
-
-main.add_command(streams)
-main.add_command(tables)
-main.add_command(ingest_command)
-main.add_command(spark_conf)
-main.add_command(users)
-main.add_command(tokens)
-main.add_command(grants)
-main.add_command(refresher_command)
 
 
 def run(argv: list[str] | None = None) -> Any:

@@ -29,7 +29,8 @@ def _summary(result: IngestResult) -> str:
     return (f"{result.commits} commits ({result.repeated} already committed), {result.lines} lines, "
             f"{result.events} events: {result.applied} applied, {result.duplicates} duplicates skipped, "
             f"{result.tombstones} tombstones; {result.rows} rows written in {result.seconds:.2f} s "
-            f"({rate:,.0f} events/s); writer {result.writer_id}, source position {mark}")
+            f"({rate:,.0f} events/s, {result.workers} decoding process{'es' if result.workers > 1 else ''}); "
+            f"writer {result.writer_id}, source position {mark}")
 
 
 @click.command("ingest")
@@ -46,10 +47,13 @@ def _summary(result: IngestResult) -> str:
 @click.option("--token", envvar="STREAMCAT_TOKEN", help="API token or OIDC access token ($STREAMCAT_TOKEN)")
 @click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False),
               help="PEM CA certificates that signed the server's certificate (an https --uri)")
+@click.option("--workers", type=click.IntRange(min=1), envvar="STREAMCAT_INGEST_WORKERS",
+              help="processes that decode lines (default: $STREAMCAT_INGEST_WORKERS, else one per CPU; "
+                   "input under 16 MB is decoded in one)")
 @click.option("--quiet", is_flag=True, help="print only the summary")
 def ingest_command(source: str, table_name: str, fmt: str, writer_id: str | None, batch_size: int,
                    decimal_handling: str, uri: str | None, token: str | None, ca_bundle: str | None,
-                   quiet: bool) -> None:
+                   workers: int | None, quiet: bool) -> None:
     """Apply Debezium JSON change events (one per line; FILE or - for standard input) to a primary-key
     table, in commits of --batch-size events. A line that cannot be applied stops the ingest, naming
     it; the commits before it stay."""
@@ -71,11 +75,13 @@ def ingest_command(source: str, table_name: str, fmt: str, writer_id: str | None
     try:
         if source == "-":
             result = ingest(catalog, registry, scope, table, sys.stdin.buffer, writer_id=writer_id,
-                            batch_size=batch_size, decimal_handling=decimal_handling, on_commit=progress)
+                            batch_size=batch_size, decimal_handling=decimal_handling, on_commit=progress,
+                            workers=workers)
         else:
             with open(source, "rb", buffering=1 << 20) as lines:
                 result = ingest(catalog, registry, scope, table, lines, writer_id=writer_id,
-                                batch_size=batch_size, decimal_handling=decimal_handling, on_commit=progress)
+                                batch_size=batch_size, decimal_handling=decimal_handling, on_commit=progress,
+                                workers=workers)
     except DebeziumError as e:
         done = f"lines up to {committed[0]} are committed" if committed[0] else "nothing was committed"
         raise click.ClickException(f"{source}: {e}; nothing of its batch was committed ({done})") from None

@@ -5,6 +5,7 @@
 
 Several may run against one server: each table is refreshed by one refresher at a time (a lease in
 the database), and a refresher that dies is taken over when its lease expires (docs/materialized-tables.md).
+Continuous tables are stepped incrementally from their source's change feed where their query allows.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from catalog_api.server.cli_spark import default_uri
 @click.option("--uri", help="the Streamcat server (default: $STREAMCAT_URI or http://127.0.0.1:9092)")
 @click.option("--catalog", default="streamcat", show_default=True, help="the catalog's name in Spark SQL")
 @click.option("--once", is_flag=True, help="one pass over the tables, then exit")
-@click.option("--poll", default=5.0, show_default=True, help="seconds between passes")
+@click.option("--poll", default=5.0, show_default=True, help="seconds between passes (shorter while a continuous "
+              "table's freshness asks for it: a tenth of it)")
 @click.option("--lease-seconds", default=60, show_default=True, help="a refresh's lease; a dead refresher's "
               "tables are taken over after it")
 @click.option("--holder", help="this refresher's name in leases (default: a random one)")

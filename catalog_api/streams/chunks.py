@@ -7,7 +7,9 @@ Event chunk (written by producers)::
                                           (0x01, encoding id int32 BE, payload)
 
 Columnar chunk (written by Spark): a Parquet file, all rows in one schema version, whose
-key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version``.
+key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version``, and whose
+columns carry the field ids of that version (Parquet field ids) when the writer knew them
+(readers then match columns by id, ``catalog_api.schema.resolution``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import pyarrow.parquet as pq
 
 from catalog_api import storage
 from catalog_api.model import Chunk
+from catalog_api.schema.fieldids import field_id, has_field_ids
+from catalog_api.schema.resolution import PARQUET_FIELD_ID
 
 EVENT_MAGIC = b"SCEV\x01\x00\x00\x00"
 ENCODING_ID_KEY = b"streamcat.encoding_id"
@@ -186,8 +190,58 @@ def column_stats(table: pa.Table) -> dict[str, Any]:
     return {"columns": columns, "rows": table.num_rows}
 
 
-def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id: int) -> ChunkStats:
-    """Write ``table`` as a Parquet chunk whose rows are all of one encoding id."""
+def _with_ids(dtype: pa.DataType, struct: dict[str, Any] | None) -> pa.DataType:
+    if struct is None:
+        return dtype
+    if pa.types.is_struct(dtype):
+        return pa.struct(_fields_with_ids(list(dtype), struct))
+    if pa.types.is_list(dtype):
+        return pa.list_(dtype.value_field.with_type(_with_ids(dtype.value_type, struct)))
+    if pa.types.is_large_list(dtype):
+        return pa.large_list(dtype.value_field.with_type(_with_ids(dtype.value_type, struct)))
+    if pa.types.is_map(dtype):
+        return pa.map_(dtype.key_field, dtype.item_field.with_type(_with_ids(dtype.item_type, struct)))
+    return dtype
+
+
+def _inner_struct(dtype: Any) -> dict[str, Any] | None:
+    """The struct inside a StructType-JSON type (itself, or an array's elements, a map's values)."""
+    while isinstance(dtype, dict) and dtype.get("type") in ("array", "map"):
+        dtype = dtype.get("elementType" if dtype["type"] == "array" else "valueType")
+    return dtype if isinstance(dtype, dict) and dtype.get("type") == "struct" else None
+
+
+def _fields_with_ids(fields: list[pa.Field], struct: dict[str, Any]) -> list[pa.Field]:
+    by_name = {f["name"]: f for f in struct.get("fields", [])}
+    out = []
+    for f in fields:
+        column = by_name.get(f.name)
+        if column is None:
+            out.append(f)
+            continue
+        f = f.with_type(_with_ids(f.type, _inner_struct(column.get("type"))))
+        fid = field_id(column)
+        if fid is not None:
+            f = f.with_metadata({**(f.metadata or {}), PARQUET_FIELD_ID: str(fid).encode()})
+        out.append(f)
+    return out
+
+
+def with_field_ids(table: pa.Table, schema: dict[str, Any]) -> pa.Table:
+    """``table`` whose columns (nested struct fields too) carry the field ids of ``schema`` (the rows'
+    schema version, StructType JSON), matched by name, as Parquet field ids: pyarrow writes an Arrow
+    field's ``PARQUET:field_id`` metadata into the file."""
+    if not has_field_ids(schema):
+        return table
+    return table.cast(pa.schema(_fields_with_ids(list(table.schema), schema), metadata=table.schema.metadata))
+
+
+def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id: int,
+                         schema: dict[str, Any] | None = None) -> ChunkStats:
+    """Write ``table`` as a Parquet chunk whose rows are all of one encoding id; ``schema``, that encoding's
+    Spark schema (StructType JSON), gives the columns their Parquet field ids."""
+    if schema is not None:
+        table = with_field_ids(table, schema)
     fs, root = storage.resolve(location)
     full = f"{root}/{path}"
     fs.create_dir(full.rsplit("/", 1)[0], recursive=True)

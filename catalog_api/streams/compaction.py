@@ -128,7 +128,7 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
         for start in range(0, state.num_rows, rows_per_chunk):
             piece = state.slice(start, rows_per_chunk)
             path = f"{COMPACTED_DIR}/{uuid.uuid4().hex}.compacted.parquet"
-            stats = write_columnar_chunk(location, path, piece, encoding_id)
+            stats = write_columnar_chunk(location, path, piece, encoding_id, described["schema"])
             written.append(stats.columnar(path, sequence=base))
         intent = Intent(COMPACTION, base, removes=tuple(c.path for c in visible))
         answer = commit_checked(target, written, intent, properties={"streamcat.compaction.rows": str(state.num_rows)},

@@ -70,7 +70,8 @@ Batch boundaries do not matter for that: a re-run may use another ``batch_size``
 **Speed.** Lines decode (msgspec) straight into structs of the table's columns: a wrapped
 envelope's ``schema`` stays raw bytes (compared with the last one seen), the source block's
 other fields are skipped, and a row's values come out as one tuple. A batch is pre-merged by key
-as it is gathered, converted column by column to Arrow and written as one change chunk.
+as it is gathered, converted column by column to Arrow and written as one change chunk. Large inputs
+are decoded by worker processes, with the same result (:mod:`catalog_api.streams.debezium_parallel`).
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ from operator import attrgetter
 from typing import Any
 
 import msgspec
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -421,6 +423,30 @@ class _Pending:
     lines: list[int] = field(default_factory=list)
 
 
+@dataclass
+class _Carry:
+    """The unfinished batch's changes as Python rows (what continue_batches gathers in its locals): per key
+    for deduplicate tables (``merged``), per key and kind for partial-update ones, all for sequenced ones;
+    ``applied`` counts every applied event of the batch, with those of the Arrow pieces before them."""
+
+    merged: dict[Any, tuple[int, tuple[Any, ...], int]] = field(default_factory=dict)
+    partials: dict[Any, list[Any]] = field(default_factory=dict)
+    log: _Pending = field(default_factory=_Pending)
+    applied: int = 0
+    first_line: int = 0
+
+
+@dataclass
+class _Piece:
+    """A part of the unfinished batch: Arrow change rows (converted) or Python ones (converted when the
+    batch is, so that a row a later change of its key replaces is never converted, as in one pass)."""
+
+    rows: pa.Table | _Pending
+    ops: pa.Array | None = None
+    #: rows to leave out (re-delivered events': dropped with the rows the pre-merge drops, in one take)
+    drop: np.ndarray | None = None
+
+
 class DebeziumDecoder:
     """Turns Debezium events into :class:`ChangeBatch` es for a primary-key table of Arrow schema ``schema``.
 
@@ -449,6 +475,10 @@ class DebeziumDecoder:
         self._nulls = (None,) * len(self._columns)
         self._key_positions = [(self._columns.index(k), k) for k in layout.key]
         self._hints: dict[str, _Hint] = {}
+        # The unfinished batch between calls of continue_batches: its changes as Python rows (_carry) and
+        # Arrow changes added by add_changes before them (_pieces, with the rows gathered before those).
+        self._carry = _Carry()
+        self._pieces: list[_Piece] = []
         # Lines decode straight into structs of the table's columns (msgspec): nothing of an event is
         # built that ingest does not use (a wrapped envelope's schema stays raw bytes), unknown columns
         # are refused as they are met, and a row's values come out in column order at once.
@@ -486,6 +516,120 @@ class DebeziumDecoder:
         ops = pa.array(pending.ops, pa.int8())
         mark = None if self.mark is None else self.mark.copy()
         return ChangeBatch(table, ops, events, mark, (first_line, lines[-1] if lines else first_line))
+
+    def _emit(self, pending: _Pending, events: int, first_line: int) -> ChangeBatch:
+        """The batch of ``pending`` changes, after the pieces :meth:`add_changes` gave it (pre-merged across
+        them: a key keeps its last change; Python rows are converted after that, as in one pass)."""
+        if not self._pieces:
+            return self._batch(pending, events, first_line)
+        pieces, self._pieces = self._pieces, []
+        if pending.rows:
+            pieces.append(_Piece(pending))
+        parts = [self._piece_keys(piece) for piece in pieces]
+        drop = None
+        if any(piece.drop is not None for piece in pieces):
+            drop = np.concatenate([piece.drop if piece.drop is not None else np.zeros(part.num_rows, bool)
+                                   for piece, part in zip(pieces, parts, strict=True)])
+        survivors = self._last_per_key(pa.concat_tables(parts), drop)
+        mark = None if self.mark is None else self.mark.copy()
+        lines = (first_line, self.stats.lines)
+        if all(isinstance(piece.rows, pa.Table) for piece in pieces):
+            table = pa.concat_tables([piece.rows for piece in pieces if isinstance(piece.rows, pa.Table)])
+            ops = pa.concat_arrays([piece.ops if piece.ops is not None else pa.array(np.zeros(part.num_rows, np.int8))
+                                    for piece, part in zip(pieces, parts, strict=True)])
+            if survivors is not None:
+                table, ops = table.take(survivors), ops.take(survivors)
+            return ChangeBatch(table, ops, events, mark, lines)
+        tables: list[pa.Table] = []
+        kinds: list[pa.Array] = []
+        start = 0
+        for piece, part in zip(pieces, parts, strict=True):
+            size = part.num_rows
+            chosen = None
+            if survivors is not None:
+                lo, hi = np.searchsorted(survivors, (start, start + size))
+                chosen = survivors[lo:hi] - start
+            start += size
+            rows = piece.rows
+            if isinstance(rows, pa.Table):
+                piece_ops = piece.ops if piece.ops is not None else pa.array(np.zeros(size, np.int8))
+                tables.append(rows if chosen is None else rows.take(chosen))
+                kinds.append(piece_ops if chosen is None else piece_ops.take(chosen))
+                continue
+            if chosen is not None:
+                rows = _Pending([rows.rows[i] for i in chosen], [rows.ops[i] for i in chosen],
+                                [rows.lines[i] for i in chosen])
+            table, piece_ops = self._arrow_rows(rows)
+            tables.append(table)
+            kinds.append(piece_ops)
+        return ChangeBatch(pa.concat_tables(tables), pa.concat_arrays(kinds), events, mark, lines)
+
+    def _piece_keys(self, piece: _Piece) -> pa.Table:
+        """The key columns of a piece's rows (a Python piece whose keys do not convert is converted whole: it
+        raises the error that names the line, as a one-pass batch would)."""
+        key = list(self.layout.key)
+        if isinstance(piece.rows, pa.Table):
+            return piece.rows.select(key)
+        key_schema = pa.schema([self.schema.field(k) for k in key])
+        try:
+            return pa.table([pa.array([row[i] for row in piece.rows.rows], key_schema.field(k).type)
+                             for i, k in self._key_positions], schema=key_schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+            piece.rows, piece.ops = self._arrow_rows(piece.rows)
+            return piece.rows.select(key)
+
+    def _last_per_key(self, keys: pa.Table, drop: np.ndarray | None) -> np.ndarray | None:
+        """The rows that keep their key's last change, leaving out ``drop``ped ones, in order; None for all."""
+        count = keys.num_rows
+        kept = np.arange(count, dtype=np.int64) if drop is None else np.flatnonzero(~drop)
+        if keys.num_columns == 1 and pa.types.is_integer(keys.schema.types[0]):
+            # one integer key: numpy's sort beats a hash aggregation here
+            values = keys.column(0).to_numpy()
+            if drop is not None:
+                values = values[kept]
+            _, first = np.unique(values[::-1], return_index=True)
+            last = kept[len(values) - 1 - first]
+        else:
+            indexed = keys.append_column("__row", pa.array(kept if drop is None else np.arange(count, dtype=np.int64),
+                                                           mask=drop))
+            grouped = indexed.group_by(keys.column_names, use_threads=False).aggregate([("__row", "max")])
+            last = grouped.column("__row_max").drop_null().to_numpy()
+        if drop is None and len(last) == count:
+            return None
+        return np.sort(last)
+
+    def _arrow_rows(self, pending: _Pending) -> tuple[pa.Table, pa.Array]:
+        """Python change rows as Arrow (raising the DebeziumError that names the line of a bad value)."""
+        batch = self._batch(pending, 0, 0)
+        return batch.table, batch.ops
+
+    def add_changes(self, rows: pa.Table, ops: pa.Array, applied: int, first_line: int,
+                    drop: np.ndarray | None = None) -> None:
+        """Append Arrow changes (converted, in the table's columns, in order) of ``applied`` events from line
+        ``first_line`` on to the unfinished batch: what parallel decoding's workers decoded. ``drop`` marks
+        rows to leave out (those of re-delivered events)."""
+        carry = self._carry
+        if carry.merged or carry.partials or carry.log.rows:
+            self._pieces.append(_Piece(self._pending(carry.merged, carry.partials, carry.log)))
+            self._carry = carry = _Carry(applied=carry.applied, first_line=carry.first_line)
+        if not carry.applied:
+            carry.first_line = first_line
+        self._pieces.append(_Piece(rows, ops, drop))
+        carry.applied += applied
+
+    def pending_events(self) -> int:
+        """Applied events in the unfinished batch."""
+        return self._carry.applied
+
+    def take_batch(self) -> ChangeBatch | None:
+        """The unfinished batch, finished now (None when it has no events), for a caller that says where
+        batches end; the caller has moved ``mark`` and ``stats`` to its last event."""
+        carry = self._carry
+        if not carry.applied:
+            return None
+        self.stats.applied += carry.applied
+        self._carry = _Carry()
+        return self._emit(self._pending(carry.merged, carry.partials, carry.log), carry.applied, carry.first_line)
 
     def _columns_at_once(self, rows: list[tuple[Any, ...]]) -> list[pa.Array] | None:
         """The rows' columns, converted from one pass of Arrow over the rows (a struct array of the values'
@@ -572,6 +716,12 @@ class DebeziumDecoder:
         """The batches of ``events``: lines (bytes or str, JSON) or parsed events (dicts, or None for
         tombstones), numbered from 1 in the order given. Raises :class:`DebeziumError` at the first event
         that cannot be applied (the batch it would have joined is never yielded)."""
+        return self.continue_batches(events, final=True)
+
+    def continue_batches(self, events: Iterable[Any], *, final: bool) -> Iterator[ChangeBatch]:
+        """:meth:`batches` of ``events`` that go on where the last call stopped: lines are numbered on from
+        ``stats.lines``, and a batch the last call left unfinished (``final`` false) gathers on, with the
+        Arrow changes :meth:`add_changes` gave it. Unless ``final``, the last batch stays unfinished."""
         key = self.layout.key
         single = self._key_fields[0] if len(key) == 1 else None
         key_of: Callable[[Any], Any] = self._key_getter
@@ -590,11 +740,10 @@ class DebeziumDecoder:
         unset = msgspec.UNSET
         # pre-merged changes of the batch: key -> (op, row, line) (partial-update and sequenced tables
         # gather theirs in `partials` and `log`)
-        merged: dict[Any, tuple[int, tuple[Any, ...], int]] = {}
-        partials: dict[Any, list[Any]] = {}
-        log = _Pending()
-        applied = first_line = line = 0
-        seen = duplicates = tombstones = 0
+        carry = self._carry
+        merged, partials, log = carry.merged, carry.partials, carry.log
+        applied, first_line = carry.applied, carry.first_line
+        line, seen, duplicates, tombstones = stats.lines, stats.events, stats.duplicates, stats.tombstones
         batch_size = self.batch_size
         # the source mark, in locals while the loop runs (synced to self.mark for each batch)
         mark = self.mark
@@ -609,7 +758,7 @@ class DebeziumDecoder:
             if m_kind:
                 self.mark = SourceMark(m_kind, m_position, m_reads, m_ops)
             self._skip_at_mark = skip_reads
-            batch = self._batch(self._pending(merged, partials, log), applied, first_line)
+            batch = self._emit(self._pending(merged, partials, log), applied, first_line)
             merged, partials, log, applied = {}, {}, _Pending(), 0
             return batch
 
@@ -726,11 +875,13 @@ class DebeziumDecoder:
             applied += 1
             if applied >= batch_size:
                 yield emit()
-        if applied:
+        if final and applied:
             yield emit()
         stats.lines, stats.events, stats.duplicates, stats.tombstones = line, seen, duplicates, tombstones
         if m_kind:
             self.mark = SourceMark(m_kind, m_position, m_reads, m_ops)
+        self._skip_at_mark = skip_reads
+        self._carry = _Carry(merged, partials, log, applied, first_line)
 
     def _key_of(self, before: Any, key: Sequence[str], single: str | None, what: str, line: int) -> Any:
         if before is None:
@@ -805,11 +956,13 @@ class IngestResult:
     mark: SourceMark | None = None
     writer_id: str = ""
     last_commit: int | None = None
+    #: processes that could decode lines (1: this one; more when the input was large enough for them)
+    workers: int = 1
 
 
 def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str, events: Iterable[Any], *,
            writer_id: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, decimal_handling: str = "precise",
-           on_commit: Callable[[IngestResult], None] | None = None) -> IngestResult:
+           on_commit: Callable[[IngestResult], None] | None = None, workers: int | None = None) -> IngestResult:
     """Apply Debezium events (JSON lines as bytes/str, or parsed dicts; None is a tombstone) to the
     primary-key table ``scope.table``: one commit per ``batch_size`` applied events.
 
@@ -817,7 +970,14 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
     skipped (exactly once across re-runs). On a :class:`DebeziumError` the batch being gathered is
     dropped (nothing of it visible) and the error propagates; batches before it stay committed.
     ``on_commit`` is called after each commit with the running result.
+
+    ``workers`` processes decode lines (default: ``$STREAMCAT_INGEST_WORKERS``, else one per CPU; 1: this
+    process alone) when ``events`` is an open binary file or lines of bytes of at least 16 MB and the table
+    deduplicates without a sequence field (see :mod:`catalog_api.streams.debezium_parallel`); the result
+    is the same either way.
     """
+    if workers is not None and workers < 1:
+        raise ValueError("workers must be positive")
     started = time.perf_counter()
     # The batch's rows are many small objects that live until the batch commits: the cyclic garbage
     # collector would walk them over and over (it costs as much as parsing), and ingest makes no cycles.
@@ -837,7 +997,16 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
                 mark = SourceMark.from_property(recorded)
         decoder = DebeziumDecoder(writer.changes_schema(), layout, batch_size=batch_size, mark=mark,
                                   decimal_handling=decimal_handling)
-        for batch in decoder.batches(events):
+        batches = decoder.batches(events)
+        fanned = None
+        if workers != 1:
+            from catalog_api.streams import debezium_parallel as parallel  # it builds on this module
+
+            count = parallel.default_workers() if workers is None else workers
+            if count > 1 and parallel.parallel_capable(decoder):
+                fanned = parallel.ParallelDecoder(decoder, count)
+                batches = fanned.batches(events)
+        for batch in batches:
             writer.write_changes(batch.table, batch.ops)
             properties = {EVENTS_PROPERTY: str(batch.events)}
             if batch.mark is not None:
@@ -852,6 +1021,8 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
             if on_commit is not None:
                 on_commit(result)
         _account(result, decoder, started)
+        if fanned is not None and fanned.started:
+            result.workers = fanned.workers
         return result
     except BaseException:
         writer.abort()

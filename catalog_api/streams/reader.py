@@ -4,8 +4,11 @@ A read asks the catalog which chunks form the snapshot at a stream cut and reads
 files straight from storage, in commit order and, within a commit, in the order the writer
 listed them (so one segment's events come back in the order they were written). Event chunks
 are decoded by ``registry.serde.Deserializer``; columnar (Parquet) chunks are read with pyarrow
-and their columns resolved to the reader schema by name, as Avro schema resolution would:
-missing fields get their default, promotions (int to long, float to double...) apply.
+and their columns resolved to the reader schema by field id (``catalog_api.schema.resolution``:
+the file's Parquet field ids, or its schema version's), so a renamed column reads its old data
+and a column dropped and added again does not; where ids are unknown, by name and former names,
+as Avro schema resolution would. Missing fields get their default (a column's ``EXISTS_DEFAULT``,
+else its Avro default), promotions (int to long, float to double...) apply.
 
 A stream that is a table that changes (docs/changelog-tables.md) reads as the table: an append
 table's position deletes are applied, and a primary-key table reads as one row per live key
@@ -17,7 +20,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Any
 
@@ -25,13 +28,18 @@ import pyarrow as pa
 
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
+from catalog_api.schema import to_struct
+from catalog_api.schema.defaults import exists_defaults
+from catalog_api.schema.fieldids import has_field_ids
+from catalog_api.schema.resolution import exact_avro_reader, file_fields, plan, select_columns
+from catalog_api.schema.spark import parse_struct
 from catalog_api.storage import resolve
 from catalog_api.streams.changelog import CommitChanges, change_feed
 from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
-from catalog_api.streams.chunks import ChunkFormatError, frame_offsets, read_columnar_chunk
+from catalog_api.streams.chunks import ChunkFormatError, frame_offsets, read_columnar_chunk, split_event_chunk
 from catalog_api.streams.merge import TableLayout, apply_position_deletes, needs_merge, read_state, split_ops
 from registry.client import RegistryClient
-from registry.errors import NotFound
+from registry.errors import BadRequest, InvalidSchema, NotFound
 from registry.ids import EncodingId
 from registry.model import SchemaInfo
 from registry.serde import Deserializer, SerdeError
@@ -130,6 +138,68 @@ def _nullable_schema(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_nullable(True) for f in schema])
 
 
+# -- events by field id ----------------------------------------------------------------------------
+
+class IdResolvedEvents:
+    """Decodes events under a reader schema as field ids say, not only as Avro resolution does.
+
+    Avro resolution matches a reader field by name before aliases, so after a column is dropped and added
+    again under its old name (a new id), events written before would read the old column's values. For
+    the few writer versions where names and ids disagree (``catalog_api.schema.resolution.exact_avro_reader``),
+    events are decoded under a reader schema made for that version, and get the reader's names back; the
+    others go through ``deserializer`` as they always did.
+    """
+
+    def __init__(self, registry: RegistryClient, group: str, reader_schema: SchemaInfo | None,
+                 deserializer: Deserializer) -> None:
+        self.registry = registry
+        self.group = group
+        self.reader_schema = reader_schema
+        self.deserializer = deserializer
+        self._reader_struct = _struct_of(reader_schema)
+        body = json.loads(reader_schema.data) if reader_schema is not None and reader_schema.format.name == "Avro" \
+            else None
+        self._reader_avro = body if isinstance(body, dict) and body.get("type") == "record" else None
+        self._exact = self._reader_avro is not None and self._reader_struct is not None and \
+            has_field_ids(self._reader_struct)
+        self._fixes: dict[int, tuple[Deserializer, dict[str, str]] | None] = {}
+        self._lock = threading.Lock()
+
+    def fix(self, encoding_id: int) -> tuple[Deserializer, dict[str, str]] | None:
+        """The deserializer and field names that events of ``encoding_id`` need, or None: the usual one does."""
+        if not self._exact or self.reader_schema is None or self._reader_avro is None or self._reader_struct is None:
+            return None
+        with self._lock:
+            if encoding_id in self._fixes:
+                return self._fixes[encoding_id]
+        found: tuple[Deserializer, dict[str, str]] | None = None
+        writer = self.registry.encoding_info(self.group, EncodingId(encoding_id)).schema
+        writer_struct = _struct_of(writer) if writer.format.name == "Avro" else None
+        if writer_struct is not None:
+            exact = exact_avro_reader(self._reader_avro, self._reader_struct, writer_struct, json.loads(writer.data))
+            if exact is not None:
+                schema = SchemaInfo(self.reader_schema.type, self.reader_schema.format, json.dumps(exact[0]).encode())
+                found = (Deserializer(self.registry, self.group, schema, as_dict=True), exact[1])
+        with self._lock:
+            self._fixes[encoding_id] = found
+        return found
+
+    def needs_fixes(self, encoding_ids: Iterable[int]) -> bool:
+        """Whether events of some of these encoding ids must be decoded one by one (:meth:`decode`)."""
+        return self._exact and any(self.fix(e) is not None for e in encoding_ids)
+
+    def decode(self, events: Iterable[bytes | memoryview]) -> Iterator[Any]:
+        """Each event (wire format) as a record of the reader schema, its columns matched by id."""
+        for event in events:
+            fix = self.fix(int.from_bytes(event[1:5], "big"))
+            if fix is None:
+                yield self.deserializer.deserialize(bytes(event))
+            else:
+                record = fix[0].deserialize(bytes(event))
+                names = fix[1]
+                yield {names.get(k, k): v for k, v in record.items()}
+
+
 # -- the reader ------------------------------------------------------------------------------------
 
 class StreamReader:
@@ -152,8 +222,12 @@ class StreamReader:
         self.reader_schema = reader_schema if reader_schema is not None else self._latest_schema()
         # Protobuf records come back as dicts too, so that every record of every format is a dict.
         self.deserializer = Deserializer(self.registry, self.group, self.reader_schema, as_dict=True)
+        self.events = IdResolvedEvents(self.registry, self.group, self.reader_schema, self.deserializer)
         self._reader_fields = self._avro_fields(self.reader_schema)
         self._arrow_schema = arrow_schema(self.reader_schema) if self.reader_schema is not None else None
+        self._reader_struct = _struct_of(self.reader_schema)
+        self._exists_defaults = _defaults_of(self._reader_struct)
+        self._writer_structs: dict[int, dict[str, Any] | None] = {}
         self._fs, self._root = resolve(self.location)
         self._layout: TableLayout | None = None
 
@@ -348,6 +422,8 @@ class StreamReader:
             if len(offsets) != chunk.event_count:
                 raise ChunkFormatError(f"chunk {chunk.path} holds {len(offsets)} events; its commit says "
                                        f"{chunk.event_count}")
+            if self.events.needs_fixes(chunk.encoding_ids):
+                return self.events.decode(split_event_chunk(data))
             # Decoded where they lie in the chunk's bytes: no bytes object per event.
             return self.deserializer.deserialize_framed(data, offsets)
         if chunk.kind == "columnar":
@@ -380,20 +456,30 @@ class StreamReader:
         writer = self.registry.encoding_info(self.group, EncodingId(encoding_id)).schema
         if self.reader_schema is not None and writer.data == self.reader_schema.data:
             return table.select([f["name"] for f in fields])
+        if self._reader_struct is not None:
+            if encoding_id not in self._writer_structs:
+                self._writer_structs[encoding_id] = _struct_of(writer)
+            columns = plan(self._reader_struct, file_fields(table.schema, self._writer_structs[encoding_id]))
+            table = select_columns(table, columns)
         return self._resolve_columns(table, fields, path)
 
     def _resolve_columns(self, table: pa.Table, fields: list[dict[str, Any]], path: str) -> pa.Table:
-        """``table``'s columns as the reader's fields: by name (or alias), promoted, defaults for the missing."""
+        """``table``'s columns as the reader's fields: those ``_resolve`` matched (by id, or by name or
+        alias), promoted; for the missing, their EXISTS_DEFAULT, Avro default or null."""
         target = self._arrow_schema
+        matched = self._reader_struct is not None
         columns, names = [], []
         for index, field in enumerate(fields):
             name = field["name"]
             kind = target.field(index).type if target is not None else None
-            present = next((n for n in (name, *field.get("aliases", ())) if n in table.column_names), None)
+            candidates = (name,) if matched else (name, *field.get("aliases", ()))
+            present = next((n for n in candidates if n in table.column_names), None)
             if present is not None:
                 column = table.column(present)
                 if kind is not None and column.type != kind:
                     column = column.cast(kind)
+            elif name in self._exists_defaults:
+                column = pa.chunked_array([pa.array([self._exists_defaults[name]] * table.num_rows, type=kind)])
             elif "default" in field:
                 default = field["default"]
                 if isinstance(default, str) and kind is not None and pa.types.is_binary(kind):
@@ -409,4 +495,25 @@ class StreamReader:
         return pa.table(columns, names=names)
 
 
-__all__ = ["DEFAULT_BATCH_ROWS", "StreamReader", "arrow_schema", "avro_to_arrow", "scoped_registry"]
+def _struct_of(schema: SchemaInfo | None) -> dict[str, Any] | None:
+    """The Spark schema (StructType JSON) of a registry schema, with its field ids; None when it has none
+    (a format or a hand-written schema no table could have: columns then match by name)."""
+    if schema is None:
+        return None
+    try:
+        return to_struct(schema.format.name, schema.data, schema.type)
+    except (BadRequest, InvalidSchema):
+        return None
+
+
+def _defaults_of(struct: dict[str, Any] | None) -> dict[str, Any]:
+    """The EXISTS_DEFAULT value of each column of ``struct`` that has one (timestamps as epoch micros)."""
+    if struct is None:
+        return {}
+    try:
+        return exists_defaults(parse_struct(struct))
+    except BadRequest:
+        return {}
+
+
+__all__ = ["DEFAULT_BATCH_ROWS", "IdResolvedEvents", "StreamReader", "arrow_schema", "avro_to_arrow", "scoped_registry"]

@@ -34,6 +34,7 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
+from catalog_api.schema import to_struct
 from catalog_api.streams.changes import (
     DELETE,
     MERGE_ENGINE,
@@ -46,7 +47,7 @@ from catalog_api.streams.changes import (
 from catalog_api.streams.chunks import write_columnar_chunk, write_framed_event_chunk
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from registry.client import RegistryClient
-from registry.errors import NotFound, StreamcatError
+from registry.errors import BadRequest, NotFound, StreamcatError
 from registry.model import NO_CODEC, SchemaInfo
 from registry.serde import Serializer
 from registry.serde.wire import HEADER_SIZE, PROTOCOL_VERSION, check_header, encoding_id_of_key
@@ -236,6 +237,7 @@ class StreamWriter:
         if schema is not None:
             serializer = Serializer(self.registry, group or stream, schema, codec)
         self.serializer = serializer
+        self._field_ids_of: tuple[dict[str, Any] | None] | None = None
         self.max_chunk_events = max_chunk_events
         self.max_chunk_bytes = max_chunk_bytes
         self.retries = retries
@@ -413,8 +415,22 @@ class StreamWriter:
         if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
-        stats = write_columnar_chunk(self.location, path, rows, self.serializer.encoding_id)
+        stats = write_columnar_chunk(self.location, path, rows, self.serializer.encoding_id,
+                                     self._spark_schema())
         self._written.append(stats.columnar(path, segment=segment))
+
+    def _spark_schema(self) -> dict[str, Any] | None:
+        """The Spark schema (with its field ids) of the serializer's version, for columnar chunks' field ids;
+        None for a schema no table could have."""
+        if self._field_ids_of is None:
+            if not isinstance(self.serializer, Serializer):
+                return None
+            schema = self.serializer.schema
+            try:
+                self._field_ids_of = (to_struct(schema.format.name, schema.data, schema.type),)
+            except BadRequest:
+                self._field_ids_of = (None,)
+        return self._field_ids_of[0]
 
     def write_chunks(self) -> list[Chunk]:
         """Write every non-empty segment buffer to a chunk file, without committing; the chunks pending commit.

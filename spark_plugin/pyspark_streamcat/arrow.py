@@ -4,7 +4,9 @@ Spark checks that the Arrow schema of every batch a Python source yields equals
 ``to_arrow_schema(spark_schema, timezone="UTC")``, nested field names and nullability
 included. Chunks written under older schema versions lack columns (they read as null),
 hold narrower types (promoted as Avro schema resolution does: int to long, float to double)
-and nest differently named list items; :func:`conform_batch` rebuilds them.
+and nest differently named list items; :func:`conform_batch` rebuilds them, filling a column a
+chunk lacks with the column's EXISTS_DEFAULT when it has one. (Which chunk column is which
+table column, by field id, is decided before: ``catalog_api.schema.resolution``.)
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -92,14 +94,21 @@ def conform_array(array: pa.Array, target: pa.DataType) -> pa.Array:
     return array.cast(target, safe=safe)
 
 
-def conform_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
-    """``batch`` with exactly the columns of ``target``, in its order; absent columns are null."""
+def conform_batch(batch: pa.RecordBatch, target: pa.Schema,
+                  defaults: Mapping[str, Any] | None = None) -> pa.RecordBatch:
+    """``batch`` with exactly the columns of ``target``, in its order; absent columns read their value in
+    ``defaults`` (a column's EXISTS_DEFAULT: the chunk was written before it existed), else null."""
     if batch.schema.equals(target):
         return batch
     arrays = []
     for f in target:
         index = _field_index(batch.schema, f.name)
-        column = batch.column(index) if index >= 0 else pa.nulls(batch.num_rows, f.type)
+        if index >= 0:
+            column = batch.column(index)
+        elif defaults and f.name in defaults and defaults[f.name] is not None:
+            column = pa.array([defaults[f.name]] * batch.num_rows, type=f.type)
+        else:
+            column = pa.nulls(batch.num_rows, f.type)
         arrays.append(conform_array(column, f.type))
     if not arrays:
         return empty_columns(batch.num_rows)

@@ -9,6 +9,11 @@ Three kinds of read task (docs/changelog-tables.md):
   rows outside the range dropped, and the rest merged, so the tasks share the merge work;
 * :class:`FeedPartition`: the change feed of commits, of one key range (primary-key tables) or of
   a few commits (append tables).
+
+Every kind reads a columnar chunk's columns by field id (``catalog_api.schema.resolution``: the
+file's Parquet field ids, or its schema version's), so renamed columns keep their data, a column
+dropped and added again does not read the old one's, and a column the chunk lacks reads its
+EXISTS_DEFAULT; event chunks are decoded likewise (``IdResolvedEvents``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +44,18 @@ from pyspark.sql.types import (
 )
 
 from catalog_api.model import Chunk
+from catalog_api.schema.defaults import EXISTS_DEFAULT, exists_defaults
+from catalog_api.schema.fieldids import has_field_ids
+from catalog_api.schema.resolution import (
+    ColumnMap,
+    file_columns,
+    file_fields,
+    has_parquet_ids,
+    plan,
+    select_batch_columns,
+)
 from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN, UPSERT
+from catalog_api.streams.chunks import ENCODING_ID_KEY
 from catalog_api.streams.merge import TableLayout
 from registry.credentials import Credentials
 
@@ -64,10 +80,13 @@ class ChunkRef:
     rows: int
     commit: int
     sequence: int = 0
+    #: the encoding ids of the chunk's events, as its commit lists them
+    encodings: tuple[int, ...] = ()
 
 
 def _ref(chunk: Chunk) -> ChunkRef:
-    return ChunkRef(chunk.path, chunk.kind, chunk.event_count, chunk.commit, chunk.sequence or chunk.commit)
+    return ChunkRef(chunk.path, chunk.kind, chunk.event_count, chunk.commit, chunk.sequence or chunk.commit,
+                    tuple(chunk.encoding_ids))
 
 
 class ChunkPartition(InputPartition):
@@ -275,6 +294,54 @@ def with_merge_columns(schema: StructType, table_schema: StructType, layout: Tab
 
 _deserializers: dict[tuple[str, str, str, int, Credentials], Any] = {}
 _deserializers_lock = threading.Lock()
+_writer_structs: dict[tuple[str, str, str, int, Credentials], dict[str, Any] | None] = {}
+
+
+def _writer_struct(options: SourceOptions, encoding_id: int) -> dict[str, Any] | None:
+    """The Spark schema (with field ids) of the schema version an encoding id names (one lookup per worker
+    process: encoding ids never change meaning); None for a schema no table could have."""
+    from catalog_api.schema import to_struct
+    from registry.errors import BadRequest
+    from registry.ids import EncodingId
+
+    key = (options.uri, options.scope, options.stream, encoding_id, options.credentials)
+    with _deserializers_lock:
+        if key in _writer_structs:
+            return _writer_structs[key]
+    info = options.registry_client().encoding_info(options.stream, EncodingId(encoding_id)).schema
+    try:
+        found: dict[str, Any] | None = to_struct(info.format.name, info.data, info.type)
+    except BadRequest:
+        found = None
+    with _deserializers_lock:
+        _writer_structs[key] = found
+    return found
+
+
+_id_resolvers: dict[tuple[str, str, str, int, Credentials], Any] = {}
+
+
+def _id_resolved(options: SourceOptions) -> Any:
+    """The table's events decoder (``IdResolvedEvents`` over its Deserializer): one per worker process."""
+    from catalog_api.streams.reader import IdResolvedEvents
+
+    deserializer = _deserializer(options)
+    key = (options.uri, options.scope, options.stream, int(options.table_version.id), options.credentials)
+    with _deserializers_lock:
+        found = _id_resolvers.get(key)
+        if found is None:
+            found = _id_resolvers[key] = IdResolvedEvents(deserializer.client, options.stream,
+                                                          deserializer.reader_schema, deserializer)
+        return found
+
+
+def _exists_defaults(schema: StructType) -> dict[str, Any]:
+    """The value each column with an EXISTS_DEFAULT reads in rows written before it existed."""
+    if not any(EXISTS_DEFAULT in f.metadata for f in schema.fields):
+        return {}
+    from catalog_api.schema.spark import parse_struct
+
+    return exists_defaults(parse_struct(schema.jsonValue()))
 
 
 def _deserializer(options: SourceOptions) -> Any:
@@ -354,45 +421,66 @@ class ChunkReader:
         """The chunk's rows as batches of ``target`` (the Arrow form of ``schema``), with their row kinds
         when ``with_ops`` asks and the chunk has them."""
         if chunk.kind == "columnar":
-            yield from self._columnar(chunk, target, with_ops)
+            yield from self._columnar(chunk, schema, target, with_ops)
         elif chunk.kind == "events":
             yield from ((b, None) for b in self._events(chunk, schema, target))
         else:
             raise ValueError(f"chunk {chunk.path} is of kind {chunk.kind!r}, which holds no rows")
 
-    def _columnar(self, chunk: ChunkRef, target: pa.Schema,
+    def _columnar(self, chunk: ChunkRef, schema: StructType, target: pa.Schema,
                   with_ops: bool = False) -> Iterator[tuple[pa.RecordBatch, np.ndarray | None]]:
         from catalog_api import storage
 
         fs, root = storage.resolve(self.options.table_location)
         with fs.open_input_file(f"{root}/{chunk.path}") as source:
             parquet = pq.ParquetFile(source)
-            present = {name.lower(): name for name in parquet.schema_arrow.names}
-            columns = [present[f.name.lower()] for f in target if f.name.lower() in present]
+            columns = self._column_map(parquet.schema_arrow, schema)
+            names = file_columns(columns)
+            defaults = _exists_defaults(schema)
             op = OP_COLUMN if with_ops and OP_COLUMN in parquet.schema_arrow.names else None
-            if not columns and op is None:
+            if not names and op is None:
                 # No wanted column existed when this chunk was written (or none is wanted): rows only.
                 for group in range(parquet.num_row_groups):
                     rows = parquet.metadata.row_group(group).num_rows
                     batch = empty_columns(rows)
-                    yield (batch if not len(target) else conform_batch(batch, target)), None
+                    yield (batch if not len(target) else conform_batch(batch, target, defaults)), None
                 return
-            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS,
-                                              columns=columns + ([op] if op else [])):
+            for batch in parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, columns=names + ([op] if op else [])):
                 ops = None
                 if op is not None:
                     ops = batch.column(op).fill_null(UPSERT).to_numpy(zero_copy_only=False)
                     batch = batch.drop_columns([op])
-                yield (conform_batch(batch, target) if len(target) else empty_columns(batch.num_rows)), ops
+                batch = select_batch_columns(batch, columns)
+                yield (conform_batch(batch, target, defaults) if len(target) else empty_columns(batch.num_rows)), ops
+
+    def _column_map(self, file_schema: pa.Schema, schema: StructType) -> ColumnMap:
+        """Which of a chunk's columns feed the scan's (``catalog_api.schema.resolution``): by field id when
+        the scan's schema has ids (the file's own, or its schema version's), else by name and former name."""
+        reader = schema.jsonValue()
+        writer = None
+        if has_field_ids(reader) and not has_parquet_ids(file_schema):
+            raw = (file_schema.metadata or {}).get(ENCODING_ID_KEY)
+            if raw is not None:
+                writer = _writer_struct(self.options, int(raw))
+        return plan(reader, file_fields(file_schema, writer), ignore_case=True)
 
     def _events(self, chunk: ChunkRef, schema: StructType, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         from catalog_api.streams.chunks import read_event_chunk
 
-        events = read_event_chunk(self.options.table_location, chunk.path)
+        events: Iterable[memoryview] = read_event_chunk(self.options.table_location, chunk.path)
         if not len(target):
             yield empty_columns(sum(1 for _ in events))
             return
-        records = _deserializer(self.options).deserialize_many(bytes(e) for e in events)
+        exact = _id_resolved(self.options)
+        # The commit lists the chunk's encoding ids; reading them off the events is for chunks it did not.
+        encodings: Iterable[int] = chunk.encodings
+        if not encodings:
+            events = list(events)
+            encodings = {int.from_bytes(e[1:5], "big") for e in events}
+        if exact.needs_fixes(encodings):
+            records = exact.decode(events)
+        else:
+            records = exact.deserializer.deserialize_many(bytes(e) for e in events)
         yield from records_to_batches(records, schema, target, self.options.format or "avro")
 
     def chunk_table(self, chunk: ChunkRef | Chunk, schema: StructType, keys: KeyRange | None = None) -> pa.Table:

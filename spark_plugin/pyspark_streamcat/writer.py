@@ -137,7 +137,10 @@ class ChunkSink:
 
         path = f"{DATA_DIR}/{uuid.uuid4().hex}.parquet"
         table = pa.Table.from_batches(batches, schema=target)
-        stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id)
+        # The schema carries the table's column metadata (the catalog shim merges it in), so the chunk's
+        # columns get their Parquet field ids, as Spark's own writer gives them on the native path.
+        stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id,
+                                     self.schema.jsonValue())
         return stats.columnar(path)
 
 

@@ -14,8 +14,8 @@ import requests
 
 from catalog_api.client import CatalogClient
 from catalog_api.materialized.model import backoff_ms, effective_mode, parse_freshness
+from catalog_api.materialized.refresher import is_due, pass_interval
 from catalog_api.materialized.wire import MaterializedTable, MaterializedTableList
-from catalog_api.model import Chunk
 from registry.errors import Conflict
 
 ORDERS = {
@@ -95,6 +95,22 @@ def test_rules_without_a_database() -> None:
     assert backoff_ms(30) == 10 * 60_000
 
 
+def test_refresher_schedule() -> None:
+    table = {"status": "activated", "behind": True, "refreshCommit": 3, "lagMs": 1_000, "freshnessMs": 10_000,
+             "effectiveRefreshMode": "full"}
+    # Full mode waits for half the freshness; continuous mode steps as soon as a source moved.
+    assert not is_due(table, 0, "r")
+    assert is_due({**table, "lagMs": 5_000}, 0, "r")
+    assert is_due({**table, "effectiveRefreshMode": "continuous"}, 0, "r")
+    assert not is_due({**table, "effectiveRefreshMode": "continuous", "behind": False}, 0, "r")
+    assert not is_due({**table, "effectiveRefreshMode": "continuous", "nextAttemptAt": 10}, 0, "r")
+    # Passes come every tenth of the smallest continuous freshness (never below 0.2 s), else every poll.
+    assert pass_interval([table], 5.0) == 5.0
+    assert pass_interval([table, {**table, "effectiveRefreshMode": "continuous"}], 5.0) == 1.0
+    assert pass_interval([{**table, "effectiveRefreshMode": "continuous", "freshnessMs": 500}], 5.0) == 0.2
+    assert pass_interval([{**table, "effectiveRefreshMode": "continuous", "status": "suspended"}], 5.0) == 5.0
+
+
 def test_create_get_list(api: Api, catalog: CatalogClient) -> None:
     created = api.create("revenue")
     assert created.status_code == 201, created.text
@@ -167,6 +183,24 @@ def test_lease_report_and_adoption(api: Api, catalog: CatalogClient) -> None:
     assert adopted["sources"][0]["consumedCut"] == 2
 
 
+def test_how_it_is_refreshed_comes_from_the_refresh_commit(api: Api, catalog: CatalogClient) -> None:
+    created = api.create("revenue", freshness="5 seconds")
+    assert (created.json()["incrementalPlan"], created.json()["lastRefreshMethod"]) == (None, None)
+    cuts = {f"{api.scope}.orders": 1}
+    for plan, method in (("incremental: grouped aggregate", "full: first refresh of this query"),
+                         ("incremental: grouped aggregate", "incremental: grouped aggregate")):
+        api.lease("revenue", "a")
+        made = catalog.commit(api.scope, "revenue", [], overwrite=True, properties={
+            "streamcat.materialized.holder": "a", "streamcat.materialized.cuts": json.dumps(cuts),
+            "streamcat.materialized.plan": plan, "streamcat.materialized.method": method})
+        api.report("revenue", {"holder": "a", "outcome": "succeeded", "commit": made["number"], "cuts": cuts})
+        table = api.get("revenue")
+        assert (table["effectiveRefreshMode"], table["incrementalPlan"], table["lastRefreshMethod"]) == (
+            "continuous", plan, method)
+    listed = requests.get(api.url(), timeout=30).json()["materializedTables"]
+    assert [t["lastRefreshMethod"] for t in listed] == ["incremental: grouped aggregate"]
+
+
 def test_failures_back_off_and_expired_leases_are_taken_over(api: Api) -> None:
     api.create("revenue")
     api.lease("revenue", "a", ttl_ms=300)
@@ -234,4 +268,3 @@ def test_metrics(api: Api, server_url: str) -> None:
 def test_plain_tables_commit_as_before(catalog: CatalogClient, scope: str) -> None:
     catalog.create_table(scope, "plain", ORDERS)
     assert catalog.commit(scope, "plain", [], overwrite=True)["number"] == 1
-    assert Chunk  # the commit path with chunks is exercised by the Spark tests

@@ -165,3 +165,50 @@ def test_bad_records_are_reported_not_guessed() -> None:
     # invalid UTF-8 in a string, as fastavro's strict decoding refuses
     decoded, bad = _decode(schema, None, [PREFIX + b"\x02\x02\xff\xfe"])
     assert decoded is None
+
+
+NULLABLE = _record([
+    {"name": "i", "type": ["null", "int"]},
+    {"name": "l", "type": ["long", "null"]},
+    {"name": "f", "type": ["null", "float"]},
+    {"name": "d", "type": ["null", "double"]},
+    {"name": "b", "type": ["null", "boolean"]},
+    {"name": "s", "type": ["null", "string"]},
+    {"name": "raw", "type": ["null", "bytes"]},
+    {"name": "kind", "type": ["null", {"type": "enum", "name": "Kind", "symbols": ["A", "B"]}]},
+    {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+    {"name": "day", "type": ["null", {"type": "int", "logicalType": "date"}]},
+])
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 1.0])
+def test_nullable_fields_of_every_kind_as_fastavro_reads_them(share: float) -> None:
+    """Values spread over their rows with a validity bitmap (strings, numbers) or taken (the rest)."""
+    rng = random.Random(11)
+
+    def maybe(value: Any) -> Any:
+        return None if rng.random() < share else value
+
+    records = [{"i": maybe(rng.randint(-(2**31), 2**31 - 1)), "l": maybe(rng.randint(-(2**62), 2**62)),
+                "f": maybe(float(np.float32(rng.uniform(-1e3, 1e3)))), "d": maybe(rng.uniform(-1e9, 1e9)),
+                "b": maybe(rng.random() < 0.5), "s": maybe("é" * rng.randint(0, 5) + "x" * rng.randint(0, 30)),
+                "raw": maybe(bytes(rng.randrange(256) for _ in range(rng.randint(0, 9)))),
+                "kind": maybe(rng.choice("AB")), "at": maybe(rng.randint(0, 2**52)), "day": maybe(rng.randint(0, 9999))}
+               for _ in range(700)]
+    payloads = _encode(NULLABLE, records)
+    decoded, bad = _decode(NULLABLE, None, payloads)
+    assert not any(bad)
+    assert decoded is not None
+    assert decoded.equals(_oracle(NULLABLE, None, payloads))
+
+
+def test_strings_of_records_that_overrun_their_end_are_gathered_apart() -> None:
+    """A string that runs into the next record's bytes: the others still decode, that record is reported."""
+    schema = _record([{"name": "s", "type": "string"}, {"name": "n", "type": "long"}])
+    good = _encode(schema, [{"s": "ascii" * i, "n": i} for i in range(6)])
+    long_claim = PREFIX + b"\x14abc"  # says ten characters, holds three: reads into the next record
+    decoded, bad = _decode(schema, None, [good[1], long_claim, *good[2:]])
+    assert bad == [False, True, False, False, False, False]
+    assert decoded is not None
+    assert [decoded[k].as_py() for k in (0, 2, 5)] == [{"s": "ascii", "n": 1}, {"s": "ascii" * 2, "n": 2},
+                                                      {"s": "ascii" * 5, "n": 5}]

@@ -50,6 +50,25 @@ def commits(server: str, scope: str, table: str = "revenue") -> list[dict[str, A
     return CatalogClient(server).commits(scope, table)
 
 
+def kill_refresher_holding_the_lease(server: str, scope: str, lease_seconds: int) -> None:
+    """Start ``streamcat refresher --once`` (holder ``doomed``) in a process of its own, wait until it holds
+    the table's lease, give it a second inside its refresh's Spark job, then kill it (SIGKILL, no clean-up)."""
+    command = [sys.executable, "-m", "catalog_api.server.cli", "refresher", "--once", "--master", "local[2]",
+               "--uri", server, "--holder", "doomed", "--lease-seconds", str(lease_seconds)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    try:
+        deadline = time.monotonic() + 180
+        while state(server, scope)["leaseHolder"] != "doomed":
+            assert process.poll() is None, "the refresher exited before it took the lease"
+            assert time.monotonic() < deadline, "the refresher never took the lease"
+            time.sleep(0.2)
+        time.sleep(1.0)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
 def content(spark: Any, scope: str, table: str = "revenue") -> list[tuple[Any, ...]]:
     return rows(spark, f"SELECT * FROM streamcat.{scope}.{table} ORDER BY item")
 
@@ -199,20 +218,7 @@ def test_killed_refresher_is_taken_over(spark: Any, spark_server: str, scope: st
     spark.sql(f"INSERT INTO {orders} VALUES (4, 'pear', 5), (5, 'fig', 7), (6, 'fig', 1)")
     before = commits(spark_server, scope)
 
-    command = [sys.executable, "-m", "catalog_api.server.cli", "refresher", "--once", "--master", "local[2]",
-               "--uri", spark_server, "--holder", "doomed", "--lease-seconds", "20"]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    try:
-        deadline = time.monotonic() + 180
-        while state(spark_server, scope)["leaseHolder"] != "doomed":
-            assert process.poll() is None, "the refresher exited before it took the lease"
-            assert time.monotonic() < deadline, "the refresher never took the lease"
-            time.sleep(0.2)
-        time.sleep(1.0)  # inside the refresh's Spark job
-    finally:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    kill_refresher_holding_the_lease(spark_server, scope, lease_seconds=20)
 
     # No partial result: the table is as it was, and no commit was made.
     assert commits(spark_server, scope) == before

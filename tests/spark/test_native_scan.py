@@ -14,7 +14,7 @@ from catalog_api.client import CatalogClient
 from catalog_api.streams import StreamWriter
 from registry.client import RegistryClient
 from registry.serde import Serializer
-from tests.spark.helpers import rows
+from tests.spark.helpers import catalog_beside, executed_plan, rows, scans_natively
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -25,22 +25,7 @@ PYTHON = "streamcat_python"
 @pytest.fixture
 def python_catalog(spark: Any, spark_server: str) -> str:
     """The catalog ``streamcat_python``: the same server, ``native-scan=false``."""
-    prefix = f"spark.sql.catalog.{PYTHON}"
-    for key, value in spark.sparkContext.getConf().getAll():
-        if key.startswith("spark.sql.catalog.streamcat.") or key == "spark.sql.catalog.streamcat":
-            spark.conf.set(prefix + key[len("spark.sql.catalog.streamcat") :], value)
-    spark.conf.set(f"{prefix}.native-scan", "false")
-    return PYTHON
-
-
-def _plan(spark: Any, query: str) -> str:
-    return str(spark.sql(query)._jdf.queryExecution().executedPlan().toString())
-
-
-def _native(spark: Any, query: str) -> bool:
-    plan = _plan(spark, query)
-    assert "BatchScan" in plan, plan
-    return "ParquetScan" in plan
+    return catalog_beside(spark, PYTHON, **{"native-scan": "false"})
 
 
 def _both(spark: Any, query: str, table: str) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
@@ -55,9 +40,9 @@ def test_append_and_compacted_tables_scan_natively(spark: Any, scope: str, pytho
     spark.sql(f"CREATE TABLE {table} (id BIGINT, name STRING) USING avro")
     spark.sql(f"INSERT INTO {table} SELECT id, CAST(id AS STRING) FROM range(100)")
     spark.sql(f"INSERT INTO {table} SELECT id, 'x' FROM range(100, 150)")
-    assert _native(spark, f"SELECT * FROM {table}")
-    assert _native(spark, f"SELECT count(*) FROM {table}")
-    assert not _native(spark, f"SELECT * FROM {python_catalog}.{scope}.a"), "native-scan=false: the Python scan"
+    assert scans_natively(spark, f"SELECT * FROM {table}")
+    assert scans_natively(spark, f"SELECT count(*) FROM {table}")
+    assert not scans_natively(spark, f"SELECT * FROM {python_catalog}.{scope}.a"), "native-scan=false: the Python scan"
     off = spark.read.option("streamcat.nativeScan", "false").table(table)
     assert "ParquetScan" not in str(off._jdf.queryExecution().executedPlan().toString()), "the read option"
     assert rows(spark, f"SELECT count(*), sum(id) FROM {table}") == [(150, sum(range(150)))]
@@ -65,16 +50,16 @@ def test_append_and_compacted_tables_scan_natively(spark: Any, scope: str, pytho
     keyed = f"streamcat.{scope}.k"
     spark.sql(f"CREATE TABLE {keyed} (id BIGINT NOT NULL, v BIGINT, CONSTRAINT k_pk PRIMARY KEY (id)) USING avro")
     spark.sql(f"INSERT INTO {keyed} SELECT id, id FROM range(100)")
-    assert not _native(spark, f"SELECT * FROM {keyed}"), "a primary-key table's appends need the merge"
+    assert not scans_natively(spark, f"SELECT * FROM {keyed}"), "a primary-key table's appends need the merge"
     spark.sql(f"INSERT INTO {keyed} SELECT id, -id FROM range(50, 150)")
-    assert not _native(spark, f"SELECT * FROM {keyed}")
+    assert not scans_natively(spark, f"SELECT * FROM {keyed}")
     expected = rows(spark, f"SELECT * FROM {keyed} ORDER BY id")
     spark.sql(f"CALL streamcat.system.compact(table => '{scope}.k')")
-    assert _native(spark, f"SELECT * FROM {keyed}"), "one compaction's output needs no merge"
+    assert scans_natively(spark, f"SELECT * FROM {keyed}"), "one compaction's output needs no merge"
     assert rows(spark, f"SELECT * FROM {keyed} ORDER BY id") == expected
-    assert not _native(spark, f"SELECT * FROM {keyed} CHANGES FROM VERSION 1"), "a change feed"
+    assert not scans_natively(spark, f"SELECT * FROM {keyed} CHANGES FROM VERSION 1"), "a change feed"
     spark.sql(f"INSERT INTO {keyed} VALUES (1, 1000)")
-    assert not _native(spark, f"SELECT * FROM {keyed}"), "a change after the compaction needs the merge"
+    assert not scans_natively(spark, f"SELECT * FROM {keyed}"), "a change after the compaction needs the merge"
     assert rows(spark, f"SELECT v FROM {keyed} WHERE id = 1") == [(1000,)]
 
 
@@ -84,24 +69,24 @@ def test_deletes_events_metadata_columns_and_change_feeds_keep_the_python_scan(
     table = f"streamcat.{scope}.d"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v BIGINT) USING avro")
     spark.sql(f"INSERT INTO {table} SELECT id, id FROM range(100)")
-    assert _native(spark, f"SELECT * FROM {table}")
-    assert not _native(spark, f"SELECT id, _chunk, _pos FROM {table}"), "metadata columns"
+    assert scans_natively(spark, f"SELECT * FROM {table}")
+    assert not scans_natively(spark, f"SELECT id, _chunk, _pos FROM {table}"), "metadata columns"
     spark.sql(f"DELETE FROM {table} WHERE id = 7")  # part of a chunk: position deletes
-    assert not _native(spark, f"SELECT * FROM {table}"), "position deletes"
-    assert _native(spark, f"SELECT * FROM {table} VERSION AS OF 1"), "time travel to before the deletes"
+    assert not scans_natively(spark, f"SELECT * FROM {table}"), "position deletes"
+    assert scans_natively(spark, f"SELECT * FROM {table} VERSION AS OF 1"), "time travel to before the deletes"
     assert rows(spark, f"SELECT count(*) FROM {table}") == [(99,)]
     assert rows(spark, f"SELECT count(*) FROM {table} VERSION AS OF 1") == [(100,)]
 
     spark.sql(f"CREATE TABLE streamcat.{scope}.e (id BIGINT, v BIGINT) USING avro")
     spark.sql(f"INSERT INTO streamcat.{scope}.e VALUES (1, 1)")
-    assert _native(spark, f"SELECT * FROM streamcat.{scope}.e")
+    assert scans_natively(spark, f"SELECT * FROM streamcat.{scope}.e")
     registry = RegistryClient(spark_server, scope)
     [latest] = registry.latest_schemas("e")
     serializer = Serializer(registry, "e", latest.schema, register=False)
     with StreamWriter(CatalogClient(spark_server), registry, scope, "e", serializer=serializer) as writer:
         writer.write({"id": 2, "v": 2})
         writer.flush()
-    assert not _native(spark, f"SELECT * FROM streamcat.{scope}.e"), "event chunks"
+    assert not scans_natively(spark, f"SELECT * FROM streamcat.{scope}.e"), "event chunks"
     assert rows(spark, f"SELECT * FROM streamcat.{scope}.e ORDER BY id") == [(1, 1), (2, 2)]
 
 
@@ -132,8 +117,8 @@ def test_same_rows_on_both_paths_across_schema_evolution_and_time_travel(
         "SELECT id, extra FROM {t} VERSION AS OF 2 WHERE id > 400 ORDER BY id",
     ]
     for query in queries:
-        assert _native(spark, query.format(t=table)), query
-        assert not _native(spark, query.format(t=f"{python_catalog}.{name}")), query
+        assert scans_natively(spark, query.format(t=table)), query
+        assert not scans_natively(spark, query.format(t=f"{python_catalog}.{name}")), query
         native, python = _both(spark, query, name)
         assert native == python, query
     everything = rows(spark, f"SELECT * FROM {table} ORDER BY id")
@@ -149,10 +134,10 @@ def test_a_chunk_whose_column_type_differs_falls_back(spark: Any, scope: str, py
     spark.sql(f"CREATE TABLE {table} (id BIGINT, n INT) USING avro")
     spark.sql(f"INSERT INTO {table} SELECT id, CAST(id AS INT) FROM range(10)")
     spark.sql(f"ALTER TABLE {table} ALTER COLUMN n TYPE BIGINT")
-    assert not _native(spark, f"SELECT * FROM {table}"), "an int32 file under a BIGINT column: the Python scan"
+    assert not scans_natively(spark, f"SELECT * FROM {table}"), "an int32 file under a BIGINT column: the Python scan"
     assert rows(spark, f"SELECT sum(n) FROM {table}") == [(45,)]
     spark.sql(f"INSERT OVERWRITE {table} SELECT id, id FROM range(10)")
-    assert _native(spark, f"SELECT * FROM {table}"), "every visible file now has the new type"
+    assert scans_natively(spark, f"SELECT * FROM {table}"), "every visible file now has the new type"
     native, python = _both(spark, "SELECT * FROM {t} ORDER BY id", f"{scope}.w")
     assert native == python
 
@@ -183,7 +168,7 @@ def test_filters_still_skip_work(spark: Any, scope: str) -> None:
     for start in range(0, 40_000, 10_000):
         spark.sql(f"INSERT INTO {table} SELECT id, CAST(id AS STRING) FROM range({start}, {start + 10_000})")
     query = f"SELECT * FROM {table} WHERE id BETWEEN 12000 AND 12010"
-    plan = _plan(spark, query)
+    plan = executed_plan(spark, query)
     assert "ParquetScan" in plan, plan
     assert "PushedFilters: [IsNotNull(id), GreaterThanOrEqual(id,12000)" in plan, plan
     assert rows(spark, f"SELECT count(*) FROM ({query})") == [(11,)]
@@ -195,7 +180,7 @@ def test_many_chunk_files_in_one_commit(spark: Any, scope: str, python_catalog: 
     table = f"streamcat.{scope}.many"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, v DOUBLE) USING avro")
     spark.range(4000).selectExpr("id", "id / 3 AS v").repartition(40).writeTo(table).append()
-    plan = _plan(spark, f"SELECT * FROM {table}")
+    plan = executed_plan(spark, f"SELECT * FROM {table}")
     assert "ParquetScan" in plan, plan
     native, python = _both(spark, "SELECT * FROM {t} ORDER BY id", f"{scope}.many")
     assert native == python  # (a sum of doubles would differ in its last bits: another order of addition)

@@ -234,3 +234,62 @@ def test_integers_of_every_encoded_length(spark: Any, spark_server: str, registr
         decoded = _decoded(_binary(spark, [serialize(r) for r in batch]), spark_server, group,
                            namespace=registry.namespace)
         assert decoded == batch
+
+
+def test_batches_decoded_together_as_they_are_one_by_one(spark_server: str, registry: RegistryClient) -> None:
+    """Several batches as one ChunkedArray (slices, empty ones, every path mixed in) decode as each alone."""
+    import pyarrow as pa
+
+    from spark_plugin.functions import _batch_decoder
+
+    group = _group(registry, "clicks")
+    v1 = ConfluentSerializer(registry, group, _avro(CLICK_V1))
+    v2 = Serializer(registry, group, _avro(CLICK_V2))
+    zipped = Serializer(registry, group, _avro(CLICK_V2), "application/x-zstd")  # the record path
+    payloads: list[bytes | None] = []
+    for i in range(3000):
+        kind = i % 7
+        record = {"id": i, "page": f"/é{i}" if kind == 3 else f"/{i}", "count": i, "source": "s", "score": None}
+        if kind == 5:
+            payloads.append(None)
+        elif kind == 6:
+            payloads.append(b"\x07\x00")  # too short for a prefix: null in PERMISSIVE mode
+        elif kind == 4:
+            payloads.append(zipped.serialize(record))
+        elif kind % 2:
+            payloads.append(v2.serialize(record))
+        else:
+            payloads.append(v1.serialize({k: record[k] for k in ("id", "page", "count")}))
+    whole = pa.array(payloads, pa.binary())
+    chunks = [whole.slice(0, 1000), whole.slice(1000, 0), pa.array(payloads[1000:2500], pa.binary()),
+              whole.slice(2500, 500)]
+    decode = _batch_decoder(spark_server, group, None, registry.namespace, None, PERMISSIVE)
+    one_by_one = [decode(chunk) for chunk in chunks]
+    together = decode(pa.chunked_array(chunks))
+    assert together.equals(pa.concat_arrays(one_by_one))
+    rows = together.to_pylist()
+    assert rows[5] is None
+    assert rows[6] is None
+    assert rows[3] == {"id": 3, "page": "/é3", "count": 3, "source": "s", "score": None}
+    assert rows[4] == {"id": 4, "page": "/4", "count": 4, "source": "s", "score": None}
+    assert rows[7] == {"id": 7, "page": "/7", "count": 7, "source": "web", "score": None}
+
+
+def test_many_small_batches_are_answered_one_by_one(spark: Any, spark_server: str, registry: RegistryClient) -> None:
+    """Small Arrow batches: read a few at a time, decoded together, answered each in its own batch."""
+    from spark_plugin.functions import _merged, _split
+
+    group = _group(registry, "clicks")
+    serialize = ConfluentSerializer(registry, group, _avro(CLICK_V1)).serialize
+    records = [{"id": i, "page": f"/{i}", "count": i % 100} for i in range(3000)]
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "64")
+    try:
+        decoded = _decoded(_binary(spark, [serialize(r) for r in records]), spark_server, group,
+                           namespace=registry.namespace)
+    finally:
+        spark.conf.unset("spark.sql.execution.arrow.maxRecordsPerBatch")
+    assert decoded == records
+    assert [[len(b) for b in group] for group in _merged(iter([[0] * 20000, [0] * 20000, [0] * 5]), len)] == [
+        [20000, 20000], [5]]
+    import pyarrow as pa
+    assert [s.to_pylist() for s in _split(pa.array([1, 2, 3, 4]), [1, 0, 3])] == [[1], [], [2, 3, 4]]

@@ -51,10 +51,15 @@ import java.util.function.Supplier;
  *   <li>the snapshot at the scan's cut (latest, {@code streamcat.cut}/{@code versionAsOf},
  *       {@code streamcat.asoftime}) has at least one chunk, every chunk is {@code columnar}, and
  *       the snapshot needs no merge ({@link #needsNoMerge});</li>
- *   <li>every file's columns map by name onto the table's: a column of the table that a file has
- *       has the same Spark type there (as Spark's Parquet reader sees the footer) and the same
- *       spelling; a column a file lacks is nullable and has no default (Spark reads it as null, as the
- *       Python reader does).</li>
+ *   <li>Spark's reader, which matches columns by name, reads every file's columns as the Python
+ *       reader does, which matches them by field id ({@link #readsAsTable}): each table column the
+ *       file holds (the column with the table column's {@code parquet.field.id}) has the table
+ *       column's spelling and Spark type there (or, when every file has Parquet field ids, Spark's
+ *       reader matches by id and only the type must agree), and a column the file lacks is nullable or
+ *       has an EXISTS_DEFAULT, which Spark's reader fills in, and no other column of the file has its
+ *       name (a column dropped and added again);
+ *       a file without Parquet field ids takes the ids of the schema version it was written under
+ *       (its encoding id's, asked of the registry once).</li>
  * </ul>
  * A table's scan builder does not know whether it serves a batch or a streaming read, so the scan
  * answered is a {@link Native}: Spark's Parquet scan for a batch, the Python scan for a stream.
@@ -121,15 +126,52 @@ final class NativeScan {
         if (!chunks.isArray() || chunks.isEmpty() || !needsNoMerge(chunks, !state.primaryKey().isEmpty())) {
             return Optional.empty();
         }
-        List<FileStatus> files = new ArrayList<>();
+        boolean tableIds = hasFieldIds(tableSchema);
+        List<ChunkFile> found = new ArrayList<>();
+        boolean allIds = true;
         for (JsonNode chunk : chunks) {
             ChunkFile file = chunkFile(location + "/" + chunk.path("path").asText());
-            if (file == null || !readsByName(file.schema(), tableSchema)) {
+            if (file == null) {
                 return Optional.empty();
             }
-            files.add(file.status());
+            found.add(file);
+            allIds &= hasFieldIds(file.schema());
         }
-        Scan parquet = PythonSourceBridge.parquetScan(files, tableSchema, required, filters);
+        List<FileStatus> files = new ArrayList<>();
+        Scan parquet;
+        if (tableIds && allIds) {
+            // Every file has Parquet field ids: Spark's reader matches columns by id, as the Python reader
+            // does, so renamed columns read their old data natively.
+            for (ChunkFile file : found) {
+                if (!readsById(file.schema(), tableSchema)) {
+                    return Optional.empty();
+                }
+                files.add(file.status());
+            }
+            parquet = PythonSourceBridge.parquetScan(files, tableSchema, required, filters, Map.of(ID_READS, "true"));
+        } else {
+            int i = 0;
+            for (JsonNode chunk : chunks) {
+                ChunkFile file = found.get(i++);
+                StructType schema = file.schema();
+                if (tableIds && !hasFieldIds(schema)) {
+                    JsonNode writer = writerSchema(state, options, chunk);
+                    Map<String, VersionField> ids = writer == null ? null : versionIds(writer);
+                    if (ids == null) {
+                        return Optional.empty();
+                    }
+                    schema = withVersionIds(schema, ids);
+                }
+                if (!(tableIds ? readsAsTable(schema, tableSchema) : readsByName(schema, tableSchema))) {
+                    return Optional.empty();
+                }
+                files.add(file.status());
+            }
+            // Matched by name whatever the session says, as checked above; Spark's reader refuses a read schema
+            // with field ids over a file without any unless told to ignore that.
+            parquet = PythonSourceBridge.parquetScan(files, tableSchema, required, filters,
+                    Map.of(ID_READS, "false", IGNORE_MISSING_IDS, "true"));
+        }
         return Optional.of(new Native(parquet, python));
     }
 
@@ -311,7 +353,7 @@ final class NativeScan {
         ChunkFile found;
         try {
             FileStatus status = PythonSourceBridge.fileStatus(file);
-            found = new ChunkFile(status, PythonSourceBridge.parquetSchema(status));
+            found = new ChunkFile(status, PythonSourceBridge.parquetSchemaWithIds(status));
         } catch (IOException | RuntimeException e) {
             return null; // the Python source reads it, or reports why it cannot
         }
@@ -319,6 +361,275 @@ final class NativeScan {
             FOOTERS.put(file, found);
         }
         return found;
+    }
+
+    /** StructField metadata key of a column's field id (Spark's own). */
+    static final String FIELD_ID = "parquet.field.id";
+    /** Spark's metadata key of the value a column's older rows read, which Spark's Parquet reader fills in. */
+    private static final String EXISTS_DEFAULT = "EXISTS_DEFAULT";
+    /** Spark's setting that makes its Parquet reader match columns by field id. */
+    private static final String ID_READS = "spark.sql.parquet.fieldId.read.enabled";
+    /** Spark's setting that lets its Parquet reader read a file without field ids under a schema with some. */
+    private static final String IGNORE_MISSING_IDS = "spark.sql.parquet.fieldId.read.ignoreMissing";
+    /** The Avro schema of each encoding id seen, by scope and group: encoding ids never change meaning. */
+    private static final Map<String, JsonNode> ENCODING_SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * {@code schema} itself if some column has a field id; otherwise {@code schema} with the ids the
+     * server gives a schema without ids at its first column change: 1, 2, ... in schema order, depth
+     * first (a column, then the fields of the structs in its type, in array elements, map keys and values).
+     * This mirrors {@code assign_field_ids} in catalog_api/schema/fieldids.py: change both together.
+     */
+    static StructType withPositionalIds(StructType schema) {
+        return hasFieldIds(schema) ? schema : (StructType) positional(schema, new long[] {0});
+    }
+
+    private static DataType positional(DataType type, long[] counter) {
+        if (type instanceof StructType struct) {
+            StructField[] fields = struct.fields();
+            StructField[] out = new StructField[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                StructField field = fields[i];
+                org.apache.spark.sql.types.Metadata metadata = new org.apache.spark.sql.types.MetadataBuilder()
+                        .withMetadata(field.metadata()).putLong(FIELD_ID, ++counter[0]).build();
+                out[i] = new StructField(field.name(), positional(field.dataType(), counter), field.nullable(), metadata);
+            }
+            return new StructType(out);
+        }
+        if (type instanceof ArrayType array) {
+            return new ArrayType(positional(array.elementType(), counter), array.containsNull());
+        }
+        if (type instanceof MapType map) {
+            DataType key = positional(map.keyType(), counter);
+            return new MapType(key, positional(map.valueType(), counter), map.valueContainsNull());
+        }
+        return type;
+    }
+
+    /** Whether some column of {@code schema}, top-level or in a nested struct, has a field id. */
+    static boolean hasFieldIds(StructType schema) {
+        for (StructField field : schema.fields()) {
+            if (field.metadata().contains(FIELD_ID)) {
+                return true;
+            }
+            if (field.dataType() instanceof StructType nested && hasFieldIds(nested)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * The Avro record schema of the version {@code chunk} was written under (its one encoding id), asked
+     * of the registry once per encoding id; null when in doubt (an error, several encoding ids, a schema
+     * that is no Avro record), and the Python path reads.
+     */
+    private static JsonNode writerSchema(TableState state, Map<String, String> options, JsonNode chunk) {
+        JsonNode ids = chunk.path("encodingIds");
+        String scope = options.get("scope");
+        String stream = options.get("stream");
+        if (scope == null || stream == null || !ids.isArray() || ids.size() != 1) {
+            return null;
+        }
+        String key = scope + "\t" + stream + "\t" + ids.get(0).asLong();
+        JsonNode found = ENCODING_SCHEMAS.get(key);
+        if (found == null) {
+            try {
+                JsonNode info = state.client().get("/v1/groups/" + CatalogRestClient.segment(stream) + "/encodings/"
+                        + ids.get(0).asLong() + "?namespace=" + CatalogRestClient.segment(scope));
+                byte[] data = java.util.Base64.getDecoder().decode(info.path("schemaInfo").path("schemaData").asText(""));
+                found = CatalogRestClient.parse(new String(data, java.nio.charset.StandardCharsets.UTF_8));
+            } catch (RuntimeException e) {
+                return null;
+            }
+            if (found == null || !"record".equals(found.path("type").asText())) {
+                return null;
+            }
+            ENCODING_SCHEMAS.put(key, found);
+        }
+        return found;
+    }
+
+    /** A column's id in a schema version, and the ids of the fields of the struct it is (or holds). */
+    private record VersionField(long id, Map<String, VersionField> children) {
+    }
+
+    /**
+     * The field ids of an Avro record schema, by column name: its {@code field-id} attributes, or, for a
+     * version made before ids existed (none has one), the ids its first column change gave it, in schema
+     * order (catalog_api/schema/fieldids.py, {@code assign_field_ids}; the Python reader's rule is in
+     * catalog_api/schema/resolution.py: change both together). Null for a schema whose order is not
+     * that simple (unions of several types, named type references).
+     */
+    static Map<String, VersionField> versionIds(JsonNode record) {
+        boolean positional = !record.toString().contains("\"field-id\"");
+        try {
+            return versionIds(record, positional, new long[] {0});
+        } catch (IllegalArgumentException e) {
+            return null;
+        }
+    }
+
+    private static Map<String, VersionField> versionIds(JsonNode record, boolean positional, long[] counter) {
+        Map<String, VersionField> out = new HashMap<>();
+        for (JsonNode field : record.path("fields")) {
+            long id = positional ? ++counter[0] : field.path("field-id").asLong(-1);
+            JsonNode nested = nestedRecord(field.path("type"));
+            out.put(field.path("name").asText(), new VersionField(id,
+                    nested == null ? Map.of() : versionIds(nested, positional, counter)));
+        }
+        return out;
+    }
+
+    /** The record inside an Avro type (itself, a nullable union's branch, array items, map values), if any. */
+    private static JsonNode nestedRecord(JsonNode type) {
+        if (type.isTextual()) {
+            String name = type.asText();
+            if (!Set.of("null", "boolean", "int", "long", "float", "double", "bytes", "string").contains(name)) {
+                throw new IllegalArgumentException("a named type reference: " + name);
+            }
+            return null;
+        }
+        if (type.isArray()) {
+            JsonNode branch = null;
+            for (JsonNode member : type) {
+                if (!"null".equals(member.asText(""))) {
+                    if (branch != null) {
+                        throw new IllegalArgumentException("a union of several types");
+                    }
+                    branch = member;
+                }
+            }
+            return branch == null ? null : nestedRecord(branch);
+        }
+        return switch (type.path("type").asText()) {
+            case "record" -> type;
+            case "array" -> nestedRecord(type.path("items"));
+            case "map" -> nestedRecord(type.path("values"));
+            default -> null;
+        };
+    }
+
+    /** {@code footer} (a file's schema, without Parquet field ids) with the ids of its schema version, by name. */
+    static StructType withVersionIds(StructType footer, Map<String, VersionField> ids) {
+        StructField[] fields = footer.fields();
+        StructField[] out = new StructField[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            StructField field = fields[i];
+            VersionField known = ids.get(field.name());
+            if (known == null || known.id() < 0) {
+                out[i] = field;
+                continue;
+            }
+            DataType type = field.dataType() instanceof StructType nested && !known.children().isEmpty()
+                    ? withVersionIds(nested, known.children()) : field.dataType();
+            out[i] = new StructField(field.name(), type, field.nullable(),
+                    new org.apache.spark.sql.types.MetadataBuilder().withMetadata(field.metadata())
+                            .putLong(FIELD_ID, known.id()).build());
+        }
+        return new StructType(out);
+    }
+
+    private static long fieldId(StructField field) {
+        return field.metadata().contains(FIELD_ID) ? field.metadata().getLong(FIELD_ID) : -1;
+    }
+
+    /**
+     * Whether Spark's Parquet reader, matching columns by name, reads a file of schema {@code file}
+     * (with the field ids of its footer) under {@code table} (with the table's field ids) as the Python
+     * reader does, matching them by id: the file column with a table column's id has the same spelling
+     * and type (nested struct fields alike); a table column whose id the file lacks is nullable or has an
+     * EXISTS_DEFAULT (which Spark's reader fills in, as the Python reader does), and its name is not in the
+     * file (or Spark would read that other column's data).
+     */
+    static boolean readsAsTable(StructType file, StructType table) {
+        Map<Long, StructField> byId = new HashMap<>();
+        Set<String> names = new HashSet<>();
+        for (StructField field : file.fields()) {
+            names.add(field.name().toLowerCase(Locale.ROOT));
+            long id = fieldId(field);
+            if (id >= 0 && byId.put(id, field) != null) {
+                return false;
+            }
+        }
+        for (StructField column : table.fields()) {
+            long id = fieldId(column);
+            StructField found = id >= 0 ? byId.get(id) : null;
+            if (found == null) {
+                if (id < 0 || names.contains(column.name().toLowerCase(Locale.ROOT))
+                        || (!column.nullable() && !column.metadata().contains(EXISTS_DEFAULT))) {
+                    return false;
+                }
+            } else if (!found.name().equals(column.name()) || !sameTypeById(found.dataType(), column.dataType())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * Whether Spark's Parquet reader, matching columns by field id, reads a file of schema {@code file} (with
+     * the ids of its footer) under {@code table} as the Python reader does: the file column with a table
+     * column's id has the table column's type (its name does not matter: a renamed column), nested
+     * structs alike; a table column whose id the file lacks is nullable or has an EXISTS_DEFAULT (Spark's
+     * reader fills it in, as the Python reader does).
+     */
+    static boolean readsById(StructType file, StructType table) {
+        Map<Long, StructField> byId = new HashMap<>();
+        for (StructField field : file.fields()) {
+            long id = fieldId(field);
+            if (id >= 0 && byId.put(id, field) != null) {
+                return false;
+            }
+        }
+        for (StructField column : table.fields()) {
+            long id = fieldId(column);
+            if (id < 0) {
+                return false;
+            }
+            StructField found = byId.get(id);
+            if (found == null) {
+                // Spark's Parquet reader fills a column a file lacks with its EXISTS_DEFAULT, else null.
+                if (!column.nullable() && !column.metadata().contains(EXISTS_DEFAULT)) {
+                    return false;
+                }
+            } else if (!typeById(found.dataType(), column.dataType())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static boolean typeById(DataType file, DataType table) {
+        if (file instanceof StructType sf && table instanceof StructType st) {
+            return readsById(sf, st);
+        }
+        if (file instanceof ArrayType af && table instanceof ArrayType at) {
+            return typeById(af.elementType(), at.elementType());
+        }
+        if (file instanceof MapType mf && table instanceof MapType mt) {
+            return typeById(mf.keyType(), mt.keyType()) && typeById(mf.valueType(), mt.valueType());
+        }
+        return sameType(file, table);
+    }
+
+    /** {@link #sameType}, and nested struct fields that have ids have the same ones. */
+    private static boolean sameTypeById(DataType file, DataType table) {
+        if (file instanceof StructType sf && table instanceof StructType st) {
+            if (sf.fields().length != st.fields().length) {
+                return false;
+            }
+            for (int i = 0; i < sf.fields().length; i++) {
+                long a = fieldId(sf.fields()[i]);
+                long b = fieldId(st.fields()[i]);
+                if ((a >= 0 && b >= 0 && a != b) || !sf.fields()[i].name().equals(st.fields()[i].name())
+                        || !sameTypeById(sf.fields()[i].dataType(), st.fields()[i].dataType())) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return sameType(file, table);
     }
 
     /**

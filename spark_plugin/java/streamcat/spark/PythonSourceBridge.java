@@ -7,9 +7,16 @@ import org.apache.spark.api.python.SimplePythonFunction;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.hadoop.mapreduce.RecordWriter;
 import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.ParquetFileWriter;
+import org.apache.parquet.hadoop.ParquetOutputFormat;
+import org.apache.parquet.hadoop.api.DelegatingWriteSupport;
+import org.apache.parquet.hadoop.api.WriteSupport;
 import org.apache.parquet.hadoop.util.HadoopInputFile;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -18,7 +25,9 @@ import org.apache.spark.sql.execution.datasources.DataSourceManager;
 import org.apache.spark.sql.execution.datasources.FileStatusCache;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionSpec;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetWriteSupport;
 import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScanBuilder;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -44,9 +53,11 @@ import scala.runtime.BoxedUnit;
  * Every use of Spark-internal classes lives here: Spark's Python data source machinery
  * (PythonDataSourceV2 and its scan and write builders) and Spark's own Parquet scan
  * (ParquetScanBuilder over an InMemoryFileIndex fed by a FileStatusCache of the known files,
- * ParquetToSparkSchemaConverter), which change
- * between releases. No other class of the shim touches an internal class; {@link NativeScan}
- * decides when the Parquet scan may be used and calls {@link #parquetScan} / {@link #parquetSchema}.
+ * ParquetToSparkSchemaConverter) and Parquet write (ParquetFileFormat's write setup and
+ * ParquetWriteSupport), which change between releases. No other class of the shim touches an
+ * internal class; {@link NativeScan} decides when the Parquet scan may be used and calls
+ * {@link #parquetScan} / {@link #parquetSchema}, {@link NativeWrite} decides when the Parquet
+ * write may be used and calls {@link #parquetWriteConf} / {@link #parquetFile}.
  *
  * The table data goes through the Python data source {@code pyspark_streamcat.DefaultSource}.
  * Spark discovers it by itself when the module is a plain top-level module of the workers'
@@ -127,9 +138,14 @@ final class PythonSourceBridge {
      * {@code filters} go to the Parquet reader for row-group skipping (Spark still evaluates every
      * filter on the rows it reads). The file index is handed the statuses, so it lists nothing (no
      * listing job however many files). No partition columns, no options of the table (credentials
-     * never reach the plan or the Hadoop configuration).
+     * never reach the plan or the Hadoop configuration): {@code options} go into the Hadoop
+     * configuration of the scan's readers (what a {@code spark.read.options(...)} of Parquet sets), e.g.
+     * {@code spark.sql.parquet.fieldId.read.enabled} to match the files' columns by Parquet field id
+     * (Spark's {@code ParquetReadSupport} reads that setting from the configuration, which
+     * {@code ParquetScanBuilder} builds from the session's and these options).
      */
-    static Scan parquetScan(List<FileStatus> files, StructType dataSchema, StructType required, Filter[] filters) {
+    static Scan parquetScan(List<FileStatus> files, StructType dataSchema, StructType required, Filter[] filters,
+                            Map<String, String> options) {
         SparkSession session = SparkSession.active();
         List<Path> paths = new ArrayList<>();
         Map<Path, FileStatus[]> known = new HashMap<>();
@@ -155,7 +171,7 @@ final class PythonSourceBridge {
                 Map$.MODULE$.empty(), Option.apply(dataSchema), statuses, Option.apply(PartitionSpec.emptySpec()),
                 Option.empty());
         ParquetScanBuilder builder = new ParquetScanBuilder(session, index, dataSchema, dataSchema,
-                CaseInsensitiveStringMap.empty());
+                new CaseInsensitiveStringMap(options));
         builder.pruneColumns(required);
         builder.pushedDataFilters_$eq(builder.pushDataFilters(filters));
         return builder.build();
@@ -178,6 +194,84 @@ final class PythonSourceBridge {
     }
 
     /**
+     * Spark's Parquet writer settings (SQLConf keys, as ParquetWriteSupport reads them from the Hadoop
+     * configuration) that chunk files fix whatever the session says, so that they have the Python
+     * writer's form: INT64 microsecond timestamps (Spark's default INT96 has no statistics), the
+     * standard (not legacy) layout of lists, maps and decimals, and the columns' Parquet field ids.
+     * (The calendar rebase mode is read from the session instead: {@link NativeWrite} leaves LEGACY to
+     * the Python writer.)
+     */
+    private static final Map<String, String> CHUNK_WRITE_SETTINGS = Map.of(
+            "spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS",
+            "spark.sql.parquet.writeLegacyFormat", "false",
+            "spark.sql.parquet.fieldId.write.enabled", "true");
+
+    /**
+     * The Hadoop configuration of Spark's own Parquet write of rows of {@code schema}: what
+     * {@code df.write.parquet} sets up (ParquetFileFormat.prepareWrite: the session's codec, writer
+     * settings, the row schema with its field metadata, so Parquet field ids are written when the
+     * columns carry {@code parquet.field.id}), with {@link #CHUNK_WRITE_SETTINGS} fixed, and local
+     * files written without {@code .crc} side files (they would be files that no commit names).
+     * No table option goes in (credentials stay out of the configuration).
+     */
+    static Configuration parquetWriteConf(StructType schema) throws IOException {
+        SparkSession session = SparkSession.active();
+        Job job = Job.getInstance(session.sessionState().newHadoopConf());
+        new ParquetFileFormat().prepareWrite(session, job, Map$.MODULE$.empty(), schema);
+        Configuration conf = job.getConfiguration();
+        CHUNK_WRITE_SETTINGS.forEach(conf::set);
+        conf.set("fs.file.impl", "org.apache.hadoop.fs.RawLocalFileSystem");
+        conf.setBoolean("fs.file.impl.disable.cache", true);
+        return conf;
+    }
+
+    /**
+     * A new Parquet file at {@code file} written by Spark's ParquetWriteSupport (the writer of
+     * {@code df.write.parquet}) under {@code conf} (from {@link #parquetWriteConf}), with
+     * {@code metadata} added to the footer's key-value metadata.
+     */
+    static NativeWrite.RowFile parquetFile(Configuration conf, String file, Map<String, String> metadata)
+            throws IOException {
+        WriteSupport<InternalRow> support = new DelegatingWriteSupport<>(new ParquetWriteSupport()) {
+            @Override
+            public WriteSupport.FinalizedWriteContext finalizeWrite() {
+                Map<String, String> extra = new HashMap<>(super.finalizeWrite().getExtraMetaData());
+                extra.putAll(metadata);
+                return new WriteSupport.FinalizedWriteContext(extra);
+            }
+        };
+        RecordWriter<Void, InternalRow> writer;
+        try {
+            writer = new ParquetOutputFormat<InternalRow>(support).getRecordWriter(conf, new Path(file),
+                    ParquetOutputFormat.getCompression(conf), ParquetFileWriter.Mode.CREATE);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while opening " + file, e);
+        }
+        return new NativeWrite.RowFile() {
+            @Override
+            public void write(InternalRow row) throws IOException {
+                try {
+                    writer.write(null, row);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while writing " + file, e);
+                }
+            }
+
+            @Override
+            public void close() throws IOException {
+                try {
+                    writer.close(null);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException("interrupted while closing " + file, e);
+                }
+            }
+        };
+    }
+
+    /**
      * Run {@code body} on this thread as part of the task {@code context} (Spark's Python runners find
      * their task through the thread's TaskContext); on the driver ({@code null}) just run it.
      */
@@ -190,5 +284,55 @@ final class PythonSourceBridge {
             body.run();
             return BoxedUnit.UNIT;
         });
+    }
+    // -- field ids and column defaults (issue 14, deliverable 2) --------------------------------------
+
+    /**
+     * The Spark schema of {@code file}'s footer, as {@link #parquetSchema} gives it, with each column's
+     * Parquet field id (top-level columns and the fields of nested structs) in its metadata under
+     * {@code parquet.field.id}, as Spark's own reader would match it.
+     */
+    static StructType parquetSchemaWithIds(FileStatus file) throws IOException {
+        SparkSession session = SparkSession.active();
+        Configuration conf = session.sessionState().newHadoopConf();
+        try (ParquetFileReader reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf))) {
+            org.apache.parquet.schema.MessageType message = reader.getFooter().getFileMetaData().getSchema();
+            StructType converted = new ParquetToSparkSchemaConverter(session.sessionState().conf()).convert(message);
+            return withFieldIds(converted, message);
+        }
+    }
+
+    private static StructType withFieldIds(StructType struct, org.apache.parquet.schema.GroupType group) {
+        org.apache.spark.sql.types.StructField[] fields = struct.fields();
+        org.apache.spark.sql.types.StructField[] out = new org.apache.spark.sql.types.StructField[fields.length];
+        for (int i = 0; i < fields.length; i++) {
+            org.apache.spark.sql.types.StructField field = fields[i];
+            org.apache.parquet.schema.Type type = group.containsField(field.name()) ? group.getType(field.name()) : null;
+            org.apache.spark.sql.types.DataType dataType = field.dataType();
+            if (type != null && !type.isPrimitive() && type.getLogicalTypeAnnotation() == null
+                    && dataType instanceof StructType nested) {
+                dataType = withFieldIds(nested, type.asGroupType());
+            }
+            org.apache.spark.sql.types.MetadataBuilder metadata =
+                    new org.apache.spark.sql.types.MetadataBuilder().withMetadata(field.metadata());
+            if (type != null && type.getId() != null) {
+                metadata.putLong(FIELD_ID, type.getId().intValue());
+            }
+            out[i] = new org.apache.spark.sql.types.StructField(field.name(), dataType, field.nullable(),
+                    metadata.build());
+        }
+        return new StructType(out);
+    }
+
+    /** StructField metadata key of a column's field id (Spark's own). */
+    static final String FIELD_ID = "parquet.field.id";
+
+    /**
+     * The schema of {@code columns} as Spark's own catalogs make it: a column's DEFAULT becomes its
+     * {@code CURRENT_DEFAULT} (the SQL written) and {@code EXISTS_DEFAULT} (the constant it folds to)
+     * metadata, which Spark's INSERT and its Parquet reader use.
+     */
+    static StructType columnsToStruct(org.apache.spark.sql.connector.catalog.Column[] columns) {
+        return org.apache.spark.sql.connector.catalog.CatalogV2Util.v2ColumnsToStructType(columns);
     }
 }

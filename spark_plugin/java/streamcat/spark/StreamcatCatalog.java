@@ -3,6 +3,7 @@ package streamcat.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -76,6 +77,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     private CatalogCredentials credentials;
     /** Whether scans may use Spark's own Parquet reader (catalog option {@code native-scan}, default true). */
     private boolean nativeScan = true;
+    private boolean nativeWrite = true;
     private StreamcatProcedures procedures;
     private StreamcatViews views;
     private StreamcatMaterialized materialized;
@@ -91,15 +93,24 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         long timeout = Long.parseLong(options.getOrDefault("timeout", "60"));
         this.credentials = CatalogCredentials.from(name, options);
         this.nativeScan = !"false".equalsIgnoreCase(options.getOrDefault(NativeScan.CATALOG_OPTION, "true").trim());
+        this.nativeWrite = !"false".equalsIgnoreCase(options.getOrDefault(NativeWrite.CATALOG_OPTION, "true").trim());
         this.client = new CatalogRestClient(uri, Duration.ofSeconds(timeout), credentials);
         this.materialized = new StreamcatMaterialized(name, client);
         this.procedures = new StreamcatProcedures(name, client, materialized);
         this.views = new StreamcatViews(client);
+        // With the native paths a session may read and write its tables without ever loading the Python
+        // source, yet spark.read.format("streamcat") must know it: register it as soon as the catalog starts.
+        if (SparkSession.getActiveSession().isDefined()) {
+            PythonSourceBridge.ensureRegistered();
+        }
     }
 
     @Override
     public Set<TableCatalogCapability> capabilities() {
-        return Set.of(TableCatalogCapability.SUPPORT_TABLE_CONSTRAINT);
+        // Column defaults are kept in the columns' metadata (CURRENT_DEFAULT, EXISTS_DEFAULT) on the server, which
+        // refuses any that is not a literal: every reader, Spark or not, fills EXISTS_DEFAULT into older rows.
+        return Set.of(TableCatalogCapability.SUPPORT_TABLE_CONSTRAINT,
+                TableCatalogCapability.SUPPORT_COLUMN_DEFAULT_VALUE);
     }
 
     @Override
@@ -325,7 +336,9 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     }
 
     private StreamcatTable toTable(Identifier ident, JsonNode json) {
-        StructType schema = (StructType) DataType.fromJson(json.path("schema").toString());
+        // A schema made before its table's first column change has no field ids yet: it gets the ones that
+        // change will give it, so that Spark's writers put them in every file from the first on.
+        StructType schema = NativeScan.withPositionalIds((StructType) DataType.fromJson(json.path("schema").toString()));
         JsonNode stream = json.path("stream");
         JsonNode version = json.path("schemaVersion");
         Map<String, String> properties = new LinkedHashMap<>();
@@ -361,6 +374,9 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         if (!nativeScan) {
             options.put(NativeScan.DISABLED, "false");
         }
+        if (!nativeWrite) {
+            options.put(NativeWrite.DISABLED, "false");
+        }
         String qualified = name + "." + ident.namespace()[0] + "." + ident.name();
         List<String> key = primaryKeyOf(json);
         String constraint = json.path("properties").path(PRIMARY_KEY_NAME).asText(ident.name() + "_pk");
@@ -386,10 +402,6 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     private static StructType structOf(Column[] columns) {
         List<StructField> fields = new ArrayList<>();
         for (Column column : columns) {
-            if (column.defaultValue() != null) {
-                throw new UnsupportedOperationException(
-                        "streamcat tables do not support column DEFAULT values (column " + column.name() + ")");
-            }
             if (column.generationExpression() != null || column.identityColumnSpec() != null) {
                 throw new UnsupportedOperationException(
                         "streamcat tables do not support generated or identity columns (column " + column.name() + ")");
@@ -397,9 +409,14 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             MetadataBuilder metadata = new MetadataBuilder();
             if (column.metadataInJSON() != null) {
                 metadata.withMetadata(Metadata.fromJson(column.metadataInJSON()));
+                // A new table's columns are new: ids they carry from a query's source tables mean nothing here.
+                metadata.remove(NativeScan.FIELD_ID);
             }
             if (column.comment() != null) {
                 metadata.putString("comment", column.comment());
+            }
+            if (column.defaultValue() != null) {
+                TableChanges.putDefaults(metadata, column);
             }
             fields.add(new StructField(column.name(), column.dataType(), column.nullable(), metadata.build()));
         }

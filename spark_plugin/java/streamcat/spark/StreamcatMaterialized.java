@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
@@ -34,7 +35,10 @@ import java.util.concurrent.atomic.AtomicReference;
  * <p>A refresh holds the table's lease on the server (renewed while it runs), reads every source at the
  * cut it had when the lease was taken ({@code VERSION AS OF}, through the pins), and writes the result as
  * ONE overwrite commit that records those cuts and is made only if the table is still at the commit the
- * refresh started from: a refresher that lost its lease, or died, leaves no partial result.
+ * refresh started from: a refresher that lost its lease, or died, leaves no partial result. A continuous
+ * table whose query allows it is refreshed by an incremental step instead ({@link IncrementalRefresh}): the
+ * source's changes since the recorded cut, applied to the table's content, in one commit of the same kind
+ * of guarantees (an append or an overwrite, recording the new cut, fenced the same way).
  */
 final class StreamcatMaterialized {
     /** The table property that marks a materialized table. */
@@ -43,6 +47,9 @@ final class StreamcatMaterialized {
     static final String HOLDER_PROPERTY = "streamcat.materialized.holder";
     static final String HOLDER_OPTION = "streamcat.commit.property." + HOLDER_PROPERTY;
     static final String CUTS_OPTION = "streamcat.commit.property.streamcat.materialized.cuts";
+    /** Commit properties of a refresh: how continuous mode maintains the query, and how this refresh was made. */
+    static final String PLAN_OPTION = "streamcat.commit.property.streamcat.materialized.plan";
+    static final String METHOD_OPTION = "streamcat.commit.property.streamcat.materialized.method";
     private static final long DEFAULT_LEASE_SECONDS = 60;
 
     /** Sources pinned at cuts for the refresh running on this thread: "catalog.scope.table" to cut. */
@@ -105,7 +112,7 @@ final class StreamcatMaterialized {
             .add("status", DataTypes.StringType).add("freshness", DataTypes.StringType);
     private static final StructType REFRESHED = new StructType().add("table", DataTypes.StringType)
             .add("outcome", DataTypes.StringType).add("commit", DataTypes.LongType).add("cuts", DataTypes.StringType)
-            .add("duration_ms", DataTypes.LongType);
+            .add("duration_ms", DataTypes.LongType).add("method", DataTypes.StringType);
 
     void register(Registry registry, TableArgument tables) {
         ProcedureParameter table = string("table", "scope.table", null);
@@ -123,7 +130,9 @@ final class StreamcatMaterialized {
                 STATE, args -> create(tables.of(args), args));
         registry.add("refresh_materialized_table",
                 "Refresh a materialized table now if a source has commits past the cuts it reflects (always with "
-                        + "force => true): one atomic overwrite commit that records the source cuts it read.",
+                        + "force => true): one atomic commit that records the source cuts it read; a continuous "
+                        + "table's query is maintained from its source's changes where it allows (force => true "
+                        + "recomputes).",
                 List.of(table, string("holder", "the refresher's name (default: one of this session's own)", "NULL"),
                         ProcedureParameter.in("lease_seconds", DataTypes.LongType).defaultValue("60")
                                 .comment("how long the lease lasts unless renewed (a dead refresher's is taken over "
@@ -261,11 +270,11 @@ final class StreamcatMaterialized {
     // -- refresh ---------------------------------------------------------------------------------------
 
     /** What one refresh came to. */
-    record Outcome(String outcome, Long commit, String cuts, long durationMs) {
+    record Outcome(String outcome, Long commit, String cuts, long durationMs, String method) {
         InternalRow row(String[] table) {
             return new GenericInternalRow(new Object[] {UTF8String.fromString(table[0] + "." + table[1]),
                 UTF8String.fromString(outcome), commit, cuts == null ? null : UTF8String.fromString(cuts),
-                durationMs});
+                durationMs, method == null ? null : UTF8String.fromString(method)});
         }
     }
 
@@ -297,15 +306,17 @@ final class StreamcatMaterialized {
         // The server decides whether a refresh would change the content (MaterializedTable.behind).
         if (!mt.path("behind").asBoolean() && !force) {
             report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "unchanged"));
-            return new Outcome("unchanged", mt.path("refreshCommit").asLong(), null, 0);
+            return new Outcome("unchanged", mt.path("refreshCommit").asLong(), null, 0, null);
         }
         String cutsJson = CatalogRestClient.JSON.valueToTree(cuts).toString();
         Heartbeat heartbeat = new Heartbeat(table, holder, leaseMs);
         heartbeat.start();
         try {
-            long base = client.get("/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
-                    + CatalogRestClient.segment(table[1])).path("stream").path("lastCommit").asLong();
-            write(table, mt, cuts, holder, cutsJson, base);
+            JsonNode described = client.get("/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
+                    + CatalogRestClient.segment(table[1]));
+            long base = described.path("stream").path("lastCommit").asLong();
+            StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
+            String method = write(table, mt, cuts, holder, cutsJson, base, schema, force);
             heartbeat.check();
             Long commit = null;
             String commits = "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/streams/"
@@ -325,7 +336,7 @@ final class StreamcatMaterialized {
             body.set("cuts", CatalogRestClient.JSON.valueToTree(cuts));
             heartbeat.stop();
             report(table, body);
-            return new Outcome("succeeded", commit, cutsJson, duration);
+            return new Outcome("succeeded", commit, cutsJson, duration, method);
         } catch (RuntimeException e) {
             heartbeat.stop();
             String message = e.getMessage() == null ? e.toString() : e.getMessage();
@@ -339,15 +350,27 @@ final class StreamcatMaterialized {
         }
     }
 
-    /** Run the query with the sources pinned at {@code cuts} and overwrite the table with its result. */
-    private void write(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
-                       long base) {
+    private String quoted(String... parts) {
+        StringBuilder out = new StringBuilder();
+        for (String part : parts) {
+            out.append(out.length() == 0 ? "" : ".").append('`').append(part.replace("`", "``")).append('`');
+        }
+        return out.toString();
+    }
+
+    /**
+     * Writes the table's next content in ONE commit recording {@code cuts} (fenced on {@code base}): for a
+     * continuous table whose query allows it and whose content reflects recorded cuts, one incremental step
+     * over its source's change feed (IncrementalRefresh); otherwise the query run with every source pinned at
+     * its cut. Answers how the refresh was made ("incremental", "full: why").
+     */
+    private String write(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
+                         long base, StructType schema, boolean force) {
         SparkSession spark = SparkSession.active();
         String catalogBefore = spark.catalog().currentCatalog();
         String namespaceBefore = spark.catalog().currentDatabase();
-        Map<String, Long> pins = new HashMap<>();
-        cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
-        PINS.set(pins);
+        String target = quoted(catalog, table[0], table[1]);
+        IncrementalRefresh.Step step = null;
         try {
             String defined = mt.path("currentCatalog").asText("");
             if (!defined.isEmpty()) {
@@ -357,11 +380,53 @@ final class StreamcatMaterialized {
                     spark.catalog().setCurrentDatabase(ns.get(0).asText());
                 }
             }
-            Dataset<Row> result = spark.sql(mt.path("queryText").asText());
-            String target = "`" + catalog.replace("`", "``") + "`.`" + table[0].replace("`", "``") + "`.`"
-                    + table[1].replace("`", "``") + "`";
-            result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
-                    .option("streamcat.expectedlastcommit", Long.toString(base)).overwrite(functions.lit(true));
+            String query = mt.path("queryText").asText();
+            IncrementalRefresh.Plan plan = IncrementalRefresh.analyze(spark, catalog, query,
+                    new ArrayList<>(cuts.keySet()));
+            String method;
+            if (!"continuous".equals(mt.path("effectiveRefreshMode").asText())) {
+                method = "full: the refresh mode is full";
+            } else if (!plan.incremental()) {
+                method = "full: " + plan.reason();
+            } else if (force) {
+                method = "full: forced";
+            } else {
+                JsonNode source = mt.path("sources").get(0);
+                if (mt.path("refreshCommit").asLong() == 0 || source.path("consumedCut").isNull()) {
+                    method = "full: first refresh of this query";
+                } else {
+                    long from = source.path("consumedCut").asLong();
+                    String[] parts = plan.source().split("\\.", 2);
+                    long to = cuts.get(plan.source());
+                    JsonNode read = client.get("/v1/scopes/" + CatalogRestClient.segment(parts[0]) + "/tables/"
+                            + CatalogRestClient.segment(parts[1]));
+                    if (from < read.path("stream").path("retainedFrom").asLong(0)) {
+                        method = "full: the change feed of " + plan.source() + " from cut " + from + " is expired";
+                    } else {
+                        step = IncrementalRefresh.step(spark, plan, quoted(catalog, parts[0], parts[1]), from, to,
+                                target, base, schema, onlyAdds(read, parts, from, to));
+                        method = step.fallback() == null ? "incremental: " + plan.kind() : "full: " + step.fallback();
+                    }
+                }
+            }
+            Dataset<Row> result;
+            if (step != null && step.fallback() == null) {
+                result = step.rows();
+            } else {
+                Map<String, Long> pins = new HashMap<>();
+                cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
+                PINS.set(pins);
+                result = spark.sql(query);
+            }
+            var writer = result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
+                    .option(PLAN_OPTION, plan.describe()).option(METHOD_OPTION, method)
+                    .option("streamcat.expectedlastcommit", Long.toString(base));
+            if (step != null && step.fallback() == null && step.append()) {
+                writer.append();
+            } else {
+                writer.overwrite(functions.lit(true));
+            }
+            return method;
         } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
             throw new IllegalStateException("materialized table " + table[0] + "." + table[1] + " is gone", e);
         } finally {
@@ -369,6 +434,23 @@ final class StreamcatMaterialized {
             spark.catalog().setCurrentCatalog(catalogBefore);
             spark.catalog().setCurrentDatabase(namespaceBefore);
         }
+    }
+
+    /** Whether the commits of a source in (from, to] only add rows: appends to an append table. */
+    private boolean onlyAdds(JsonNode table, String[] source, long from, long to) {
+        String scope = CatalogRestClient.segment(source[0]);
+        String name = CatalogRestClient.segment(source[1]);
+        if (!StreamcatCatalog.primaryKeyOf(table).isEmpty()) {
+            return false;  // an upsert may replace a row: only the feed tells
+        }
+        JsonNode changes = client.get("/v1/scopes/" + scope + "/streams/" + name + "/changes?after=" + from + "&to="
+                + to).path("changes");
+        for (JsonNode change : changes) {
+            if (!"append".equals(change.path("kind").asText()) || change.path("removed").size() > 0) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Renews the lease every third of its life while a refresh runs; remembers a renewal that was refused. */
@@ -451,13 +533,17 @@ final class StreamcatMaterialized {
         out.put("materialized.freshness", mt.path("freshnessMs").asLong() / 1000.0 + " seconds");
         out.put("materialized.refresh_mode", mt.path("refreshMode").asText());
         String effective = mt.path("effectiveRefreshMode").asText();
-        out.put("materialized.effective_refresh_mode", "continuous".equals(effective)
-                ? "continuous (refreshed as full: incremental refresh is not built yet)" : effective);
+        // How continuous mode maintains the query is decided by each refresh (it analyzes the query on Spark)
+        // and recorded in its commit; the server answers the last one's.
+        String plan = mt.path("incrementalPlan").asText("");
+        out.put("materialized.effective_refresh_mode", "continuous".equals(effective) && !plan.isEmpty()
+                ? "continuous (" + plan + ")" : effective);
         out.put("materialized.status", mt.path("status").asText());
         out.put("materialized.cuts", CatalogRestClient.JSON.valueToTree(cuts).toString());
         out.put("materialized.refresh_commit", mt.path("refreshCommit").asText());
         out.put("materialized.last_refresh_at", mt.path("lastRefreshAt").asText("null"));
         out.put("materialized.last_refresh_duration_ms", mt.path("lastRefreshDurationMs").asText("null"));
+        out.put("materialized.last_refresh_method", mt.path("lastRefreshMethod").asText("null"));
         out.put("materialized.lag", mt.path("lagMs").asLong() / 1000.0 + " seconds");
         out.put("materialized.stale", mt.path("stale").asText());
         if (!mt.path("lastError").isNull()) {

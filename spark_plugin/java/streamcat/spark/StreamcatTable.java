@@ -33,7 +33,8 @@ import java.util.Set;
 /**
  * A streamcat table as Spark sees it: the catalog's metadata, with reads and writes handed to
  * the Python data source through {@link PythonSourceBridge} (a new Python source per scan and
- * per write). Row-level statements (DELETE, UPDATE, MERGE) are {@link StreamcatRowLevelOperation}s;
+ * per write), except scans and batch writes that Spark's own Parquet reader and writer can do
+ * ({@link NativeScan}, {@link NativeWrite}). Row-level statements (DELETE, UPDATE, MERGE) are {@link StreamcatRowLevelOperation}s;
  * TRUNCATE TABLE is an overwrite commit with no chunks, and a DELETE that removes whole chunks of an
  * append table by their statistics alone is a commit removing them ({@link MetadataDelete}).
  */
@@ -166,7 +167,11 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
         Map<String, String> merged = writeOptions(info);
         refuseIfMaterialized(merged);
-        return PythonSourceBridge.writeBuilder(new WriteInfo(info, new CaseInsensitiveStringMap(merged), info.schema()));
+        // Batch writes: Spark's own Parquet writer when NativeWrite allows it; else, and for streams, Python's.
+        // Both see the rows' schema with the table's column metadata (Parquet field ids go into the files).
+        StructType rows = (StructType) NativeWrite.withTableMetadata(info.schema(), schema);
+        return NativeWrite.builder(rows, info, merged, state,
+                () -> PythonSourceBridge.writeBuilder(new WriteInfo(info, new CaseInsensitiveStringMap(merged), rows)));
     }
 
     @Override
