@@ -14,6 +14,19 @@ second, the best of ``--rounds`` interleaved rounds (a shared machine's noise on
 run down); ratios are to Parquet (for both it is the speed to beat). A small warm-up of every
 contender first starts the JVM's JIT and the Python workers. The contenders must agree on the sums.
 
+Then, in the same run, partition pruning: a copy of the DataFrame with one more column, ``day`` (100
+days, 1% of the rows each), is written once to a Streamcat table ``PARTITIONED BY (days(day))`` and
+once with ``df.write.partitionBy("day").parquet``, and each answers ``SELECT SUM`` of the ten columns
+``WHERE day = DATE'2020-02-12'`` (1% of the rows), ``--rounds`` times. Printed: the bytes of each
+table's files, the bytes its scan read, their share (target: <= 5% for Streamcat) and the best time.
+Bytes read are Spark's input metrics (``inputBytes`` of the query's stages, summed from the status REST
+API of the session's UI, which the bench turns on, bound to 127.0.0.1): what Spark's Parquet reader
+read on the native path. Parquet's vectored reads are off for the selective queries (only): their
+reads escape the file system statistics those metrics come from (a scan would show only its footers).
+A Python read (``native-scan=false``) is not counted by Spark: then the bytes of the chunks
+``planChunks`` handed to the tasks are printed instead, marked ``*`` (the files the tasks open; their
+column projection reads less of them). The Streamcat plan's chunks kept and skipped are printed too.
+
 ``--conf`` sets a Spark setting of the session: ``--conf spark.sql.catalog.streamcat.native-write=false``
 measures the Python writer, ``--conf spark.sql.catalog.streamcat.native-scan=false`` the Python reader.
 """
@@ -21,8 +34,13 @@ measures the Python writer, ``--conf spark.sql.catalog.streamcat.native-scan=fal
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
+import os
 import sys
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +48,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import add_conf_option, conf_settings, local_session, served_catalog
+
+#: The Spark UI, only for its status REST API (the bytes each query's stages read): on, on a free port.
+UI_SETTINGS = {"spark.ui.enabled": "true", "spark.ui.port": "0"}
 
 COLUMNS = [
     "id AS id",
@@ -47,6 +68,16 @@ COLUMNS = [
 MICROS = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
 SUMS = ("sum(id), sum(i32), sum(i64), sum(f64), sum(f32), sum(dec), sum(length(s)), sum(unix_date(d)), "
         "sum(unix_micros(ts) - 1700000000000000), sum(CAST(b AS INT))")
+#: Days of the partitioned copy's ``day`` column: each holds 1% of the rows.
+DAYS = 100
+DAY = f"date_add(DATE'2020-01-01', CAST(id % {DAYS} AS INT)) AS day"
+#: The selective query's day, and its predicate on the partition column: 1% of the rows.
+SELECTED_DAY = dt.date(2020, 2, 12)
+SELECTED = f"day = DATE'{SELECTED_DAY.isoformat()}'"
+#: The most of a table's bytes the selective Streamcat query may read.
+TARGET_SHARE = 0.05
+#: The Hadoop setting (a session setting reaches the scans' Hadoop configuration) of Parquet's vectored reads.
+VECTORED_IO = "parquet.hadoop.vectored.io.enabled"
 
 
 def frame(spark: Any, rows: int, partitions: int) -> Any:
@@ -65,9 +96,13 @@ def main() -> None:
     args = parser.parse_args()
     settings_given = conf_settings(parser, args)
 
+    # The UI (for its REST API) listens where SPARK_LOCAL_IP says, else on every interface: keep it local.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with served_catalog("streamcat-bench-spark-") as (server, root), \
-            local_session(server, root, "streamcat-bench", args.cores, args.driver_memory, settings_given) as spark:
+            local_session(server, root, "streamcat-bench", args.cores, args.driver_memory, settings_given,
+                          extra=UI_SETTINGS) as spark:
         run(spark, root, args.rows, args.cores, args.rounds)
+        run_selective(spark, server, root, args.rows, args.cores, args.rounds)
 
 
 def run(spark: Any, root: Path, rows: int, cores: int, rounds: int) -> None:
@@ -122,6 +157,126 @@ def run(spark: Any, root: Path, rows: int, cores: int, rounds: int) -> None:
     for name, figures in best.items():
         print(f"{name:10s} {figures['write']:15,.0f} {figures['write'] / base['write']:7.2f} "
               f"{figures['read']:19,.0f} {figures['read'] / base['read']:7.2f}")
+
+
+
+def _ui_api(spark: Any) -> str:
+    """The base URL of the session's status REST API, on 127.0.0.1 (where the bench binds the UI)."""
+    context = spark.sparkContext
+    url = context.uiWebUrl
+    if not url:
+        raise SystemExit("the Spark UI is off (--conf spark.ui.enabled=false?): its REST API counts the bytes read")
+    port = urllib.parse.urlsplit(url).port
+    return f"http://127.0.0.1:{port}/api/v1/applications/{context.applicationId}"
+
+
+def _get_json(url: str) -> Any:
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        return json.load(answer)
+
+
+def input_bytes(spark: Any, group: str, timeout: float = 60.0) -> int:
+    """The bytes Spark's tasks read (input metrics, every stage attempt) in the jobs of job group ``group``.
+
+    The UI's store is filled by a listener after the jobs end, so this waits until it shows every job
+    of the group done (a job is marked done after its stages, whose metrics are then in)."""
+    base = _ui_api(spark)
+    wanted = set(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+    deadline = time.monotonic() + timeout
+    while True:
+        jobs = [j for j in _get_json(f"{base}/jobs") if j.get("jobGroup") == group]
+        if {j["jobId"] for j in jobs} >= wanted and all(j["status"] in ("SUCCEEDED", "FAILED") for j in jobs):
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the status API did not show the jobs of {group} done in {timeout} s")
+        time.sleep(0.2)
+    stages = {stage for j in jobs for stage in j["stageIds"]}
+    return sum(int(attempt.get("inputBytes") or 0)
+               for stage in sorted(stages) for attempt in _get_json(f"{base}/stages/{stage}"))
+
+
+def timed_in_group(spark: Any, group: str, query: Callable[[], Any]) -> tuple[Any, float, int]:
+    """(answer, seconds, bytes read) of ``query`` run as job group ``group``."""
+    context = spark.sparkContext
+    context.setJobGroup(group, group)
+    try:
+        start = time.perf_counter()
+        answer = query()
+        seconds = time.perf_counter() - start
+    finally:
+        context.setJobGroup("streamcat-bench", "between measured queries")
+    return answer, seconds, input_bytes(spark, group)
+
+
+def parquet_bytes(folder: Path) -> int:
+    """The bytes of a Parquet directory's data files (not its _SUCCESS and checksum files)."""
+    return sum(p.stat().st_size for p in folder.rglob("*.parquet"))
+
+
+def plan_figures(server: str, scope: str, table: str) -> dict[str, int]:
+    """What ``planChunks`` answers for the selective query's filter: chunks and bytes kept and skipped."""
+    from catalog_api.client import CatalogClient
+
+    days = (SELECTED_DAY - dt.date(1970, 1, 1)).days  # dates travel as days since the epoch
+    plan = CatalogClient(server).plan_chunks(scope, table, filters=[{"op": "eq", "column": "day", "value": days}])
+    return {"kept": len(plan.chunks), "kept_bytes": sum(c.bytes for c in plan.chunks),
+            "skipped": plan.chunks_skipped, "skipped_bytes": plan.bytes_skipped}
+
+
+def run_selective(spark: Any, server: str, root: Path, rows: int, cores: int, rounds: int) -> None:
+    """Write the partitioned copies once, run the selective query ``rounds`` times on each, print the bytes."""
+    from catalog_api.client import CatalogClient
+
+    data = frame(spark, rows, cores).selectExpr("*", DAY)
+    table, folder = "streamcat.bench.by_day", root / "by_day.parquet"
+    ddl = ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in data.schema.fields)
+    spark.sql(f"CREATE TABLE {table} ({ddl}) USING avro PARTITIONED BY (days(day))")
+    contenders: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
+        "streamcat": (lambda: data.writeTo(table).append(),
+                      lambda: spark.sql(f"SELECT {SUMS} FROM {table} WHERE {SELECTED}").collect()),
+        "parquet": (lambda: data.write.mode("overwrite").partitionBy("day").parquet(str(folder)),
+                    lambda: spark.read.parquet(str(folder)).where(SELECTED).selectExpr(*SUMS.split(", ")).collect()),
+    }
+    figures: dict[str, dict[str, Any]] = {}
+    for name, (write, _read) in contenders.items():
+        start = time.perf_counter()
+        write()
+        figures[name] = {"write": rows / (time.perf_counter() - start), "seconds": float("inf")}
+    _cut, chunks = CatalogClient(server).snapshot("bench", "by_day")
+    figures["streamcat"]["table"] = sum(c.bytes for c in chunks)
+    figures["parquet"]["table"] = parquet_bytes(folder)
+    plan = plan_figures(server, "bench", "by_day")
+    sums: dict[str, Any] = {}
+    # Parquet's vectored reads (on by default in Spark 4) bypass the Hadoop file system statistics that
+    # input metrics come from: with them a scan shows only its footers' bytes. Plain reads count every byte.
+    spark.conf.set(VECTORED_IO, "false")
+    try:
+        for round_number in range(rounds):
+            for name, (_write, read) in contenders.items():
+                answer, seconds, read_bytes = timed_in_group(spark, f"selective-{name}-{round_number}", read)
+                sums[name] = tuple(float(v) for v in answer[0])
+                figures[name]["seconds"] = min(figures[name]["seconds"], seconds)
+                figures[name]["read"] = read_bytes
+    finally:
+        spark.conf.unset(VECTORED_IO)
+    if len(set(sums.values())) != 1:
+        raise SystemExit(f"the selective queries disagree on the sums: {sums}")
+    estimated = figures["streamcat"]["read"] == 0  # the Python source: Spark does not see its reads
+    if estimated:
+        figures["streamcat"]["read"] = plan["kept_bytes"]
+    print(f"\nselective read, {SELECTED} (1% of the rows), of a copy partitioned by day ({DAYS} days), "
+          f"best of {rounds}")
+    print(f"{'':10s} {'INSERT rows/s':>15s} {'table bytes':>14s} {'bytes read':>14s} {'share':>7s} {'seconds':>8s}")
+    for name, row in figures.items():
+        mark = "*" if name == "streamcat" and estimated else " "
+        print(f"{name:10s} {row['write']:15,.0f} {row['table']:14,d} {row['read']:13,d}{mark} "
+              f"{row['read'] / row['table']:7.2%} {row['seconds']:8.2f}")
+    share = figures["streamcat"]["read"] / figures["streamcat"]["table"]
+    print(f"streamcat plan: {plan['kept']} chunks kept ({plan['kept_bytes']:,d} bytes), {plan['skipped']} skipped "
+          f"({plan['skipped_bytes']:,d} bytes); share read {share:.2%}, target <= {TARGET_SHARE:.0%}: "
+          f"{'met' if share <= TARGET_SHARE else 'NOT met'}")
+    if estimated:
+        print("* the Python source's reads are not in Spark's input metrics: the bytes of the chunks it was handed")
 
 
 if __name__ == "__main__":

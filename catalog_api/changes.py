@@ -23,7 +23,8 @@ from registry.errors import BadRequest
 
 Struct = dict[str, Any]
 
-#: Operations on columns; the other ops (properties, comment, policy) do not touch the schema.
+#: Operations on columns; the table ops (properties, comment, policy) do not touch the schema, and
+#: setting the partitioning touches it only to give its columns field ids.
 COLUMN_OPS = (
     "addColumn",
     "dropColumn",
@@ -36,6 +37,28 @@ COLUMN_OPS = (
     "updateColumnDefault",
 )
 TABLE_OPS = ("setProperty", "removeProperty", "setComment", "setCompatibility")
+#: Makes ``partitioning`` (the text form of docs/partitioning.md; empty: unpartitioned) the table's current
+#: partition spec; at most once per request (:func:`partitioning_of`).
+SET_PARTITIONING = "setPartitioning"
+#: Every change op the catalog applies, in the order a refusal lists them (catalog_api.api.models'
+#: ``TableChange`` has one model per op).
+CHANGE_OPS = (*COLUMN_OPS, *TABLE_OPS, SET_PARTITIONING)
+
+
+def check_ops(changes: Sequence[dict[str, Any]]) -> None:
+    """Refuses (BadRequest listing every known op) changes of which one has an op not in :data:`CHANGE_OPS`."""
+    unknown = [c.get("op") for c in changes if c.get("op") not in CHANGE_OPS]
+    if unknown:
+        raise BadRequest(f"unknown table changes {unknown}; expected {', '.join(CHANGE_OPS)}")
+
+
+def partitioning_of(changes: Sequence[dict[str, Any]]) -> str | None:
+    """The partitioning text the changes set (a missing or null ``partitioning``: "", unpartitioned), or None
+    when none sets it; BadRequest when more than one does, whatever their texts."""
+    texts = [str(c.get("partitioning") or "") for c in changes if c.get("op") == SET_PARTITIONING]
+    if len(texts) > 1:
+        raise BadRequest(f"a table's partitioning is set once per request, not {len(texts)} times")
+    return texts[0] if texts else None
 
 
 def _dotted(path: Sequence[str]) -> str:

@@ -1,9 +1,9 @@
-"""A Python client for the catalog API: scopes, streams, tables, commits, snapshots, change
-descriptions, registered readers and expiry.
+"""A Python client for the catalog API: scopes, streams, tables, commits, snapshots, scan plans,
+partitions, change descriptions, registered readers and expiry.
 
 Requests are built from the wire models (``catalog_api.api.models``) and checked as the server
 will check them; answers are checked against them too, and handed back as plain JSON dicts
-(the REST shapes), except snapshots, which come back as domain chunks.
+(the REST shapes), except snapshots and scan plans, which come back as domain chunks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from catalog_api.api import models as wire
 from catalog_api.errors import CommitConflict
 from catalog_api.materialized.wire import MaterializedTableList
-from catalog_api.model import Chunk
+from catalog_api.model import Chunk, Plan
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
 from registry.client import raise_for, read, write
@@ -174,9 +174,13 @@ class CatalogClient:
         segments: int = 1,
         location: str | None = None,
         compatibility: dict[str, Any] | None = None,
+        partitioning: str | None = None,
     ) -> dict[str, Any]:
-        """Create a table: stream, group and first schema version, atomically."""
+        """Create a table: stream, group and first schema version, atomically; ``partitioning`` is
+        PARTITIONED BY in its text form (``days(ts), bucket(8, id)``; docs/partitioning.md)."""
+        optional: dict[str, Any] = {"partitioning": partitioning} if partitioning is not None else {}
         body = wire.CreateTableRequest.model_construct(
+            **optional,
             table_name=name,
             schema_=parse_json(wire.StructType, schema),
             format=fmt,
@@ -207,6 +211,19 @@ class CatalogClient:
         """Apply table changes (see catalog_api.changes and the TableChange models)."""
         body = parse_json(wire.AlterTableRequest, {"changes": list(changes), "expectedVersion": expected_version})
         return _checked(wire.Table, self._call("PATCH", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}", write(body)))
+
+    def set_partitioning(
+        self, scope: str, name: str, partitioning: str, expected_version: int | None = None
+    ) -> dict[str, Any]:
+        """Make ``partitioning`` (text form; empty: unpartitioned) the table's current partition spec."""
+        change = {"op": "setPartitioning", "partitioning": partitioning}
+        return self.alter_table(scope, name, [change], expected_version=expected_version)
+
+    def list_partitions(self, scope: str, name: str) -> dict[str, Any]:
+        """The partitions of the table's current spec: ``specId``, ``fields`` and ``partitions`` (each with
+        ``values``, ``chunkCount``, ``eventCount``, ``bytes``), sorted by values (nulls first)."""
+        path = f"/v1/scopes/{_q(scope)}/tables/{_q(name)}/partitions"
+        return _checked(wire.PartitionList, self._call("GET", path))
 
     def drop_table(self, scope: str, name: str, purge: bool = False) -> None:
         """Drop a table (with purge: and its files)."""
@@ -273,6 +290,21 @@ class CatalogClient:
         body = self._call("GET", f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/chunks", params=params)
         snapshot = read(wire.Snapshot, body).to_domain()
         return snapshot.cut, snapshot.chunks
+
+    def plan_chunks(
+        self,
+        scope: str,
+        stream: str,
+        filters: Sequence[dict[str, Any]] = (),
+        cut: int | None = None,
+        as_of_time: int | None = None,
+    ) -> Plan:
+        """The chunks visible at a cut (latest by default) or as of a time that may hold a row passing
+        every filter (filter JSON: docs/partitioning.md), with counts of the chunks and bytes skipped."""
+        fields = {"cut": cut, "asOfTime": as_of_time, "filters": list(filters)}
+        body = parse_json(wire.PlanChunksRequest, {k: v for k, v in fields.items() if v is not None})
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/chunks/plan"
+        return read(wire.ChunkPlan, self._call("POST", path, write(body))).to_domain()
 
     def changes(self, scope: str, stream: str, after: int = 0, to: int | None = None) -> list[dict[str, Any]]:
         """The non-compaction commits in (``after``, ``to``] (``to``: the latest), oldest first, each

@@ -5,11 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalog_api.partitioning.spec import UNPARTITIONED, PartitionSpec
 from registry.model import Compatibility, VersionInfo
 
 #: Chunk kinds: event files written by producers, Parquet files written by Spark, and position
 #: deletes (Parquet files of (path, pos) naming rows of other chunks; docs/changelog-tables.md).
-CHUNK_KINDS = ("events", "columnar", "deletes")
+EVENTS, COLUMNAR, DELETES = "events", "columnar", "deletes"
+CHUNK_KINDS = (EVENTS, COLUMNAR, DELETES)
 #: Commit kinds (docs/changelog-tables.md, "Commits").
 APPEND, OVERWRITE, ROW_LEVEL, COMPACTION = "append", "overwrite", "row-level", "compaction"
 COMMIT_KINDS = (APPEND, OVERWRITE, ROW_LEVEL, COMPACTION)
@@ -85,6 +87,10 @@ class Table:
     version: int
     #: the key columns of a primary-key table (its 'primary-key' property); empty for append tables
     primary_key: tuple[str, ...] = ()
+    #: the current partition spec (docs/partitioning.md); spec 0, without fields: unpartitioned
+    partition_spec: PartitionSpec = UNPARTITIONED
+    #: every spec the table has had, by id, spec 0 first (older chunks keep naming theirs)
+    partition_specs: tuple[PartitionSpec, ...] = (UNPARTITIONED,)
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,9 @@ class Chunk:
     sequence: int = 0
     #: the commit that removed the chunk (an overwrite, a compaction, a row-level commit); None: live
     removed_at: int | None = None
+    #: ``{"specId": n, "values": [...]}``: the partition of the table's spec n that every row of the chunk
+    #: is in (docs/partitioning.md); None: unpartitioned
+    partition: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -173,3 +182,32 @@ class Snapshot:
 
     cut: int
     chunks: list[Chunk]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned scan: the chunks at a cut that may hold a row passing the filters, and what was skipped."""
+
+    cut: int
+    chunks: list[Chunk]
+    chunks_skipped: int = 0
+    bytes_skipped: int = 0
+
+
+@dataclass(frozen=True)
+class PartitionSummary:
+    """One partition of a spec and what the live chunks in it hold."""
+
+    values: tuple[Any, ...]
+    chunk_count: int
+    event_count: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Partitions:
+    """The partitions of a table's current spec (its sources under their current names) that its live
+    chunks are in, sorted by values."""
+
+    spec: PartitionSpec
+    partitions: list[PartitionSummary]

@@ -8,7 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Boolean, CheckConstraint, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from registry.db import NEVER_REUSED, Base
@@ -68,6 +79,22 @@ class TableRow(Base):
     #: bumped by every change of the table's metadata, for optimistic concurrency
     version: Mapped[int]
     updated_at: Mapped[int] = mapped_column(BigInteger)
+    #: the current partition spec (0: unpartitioned, which has no row in ``partition_specs``)
+    spec_id: Mapped[int] = mapped_column(default=0, server_default=text("0"))
+    #: the highest partition field id any of the table's specs used (partition fields count from 1000)
+    last_partition_field_id: Mapped[int] = mapped_column(default=999, server_default=text("999"))
+
+
+class PartitionSpecRow(Base):
+    """One partition spec of a table (docs/partitioning.md): its fields as JSON (``PartitionSpec.to_json``'s
+    ``fields``). Specs are only ever added: old chunks keep naming theirs."""
+
+    __tablename__ = "partition_specs"
+
+    stream_id: Mapped[int] = mapped_column(ForeignKey("streams.id", ondelete="CASCADE"), primary_key=True)
+    spec_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    fields: Mapped[list[Any]] = mapped_column(JSON)
+    created_at: Mapped[int] = mapped_column(BigInteger)
 
 
 class CommitRow(Base):
@@ -126,6 +153,9 @@ class ChunkRow(Base):
     sequence: Mapped[int]
     #: the number of the commit that removed the chunk; NULL while it is live
     removed_at: Mapped[int | None]
+    #: ``{"specId": n, "values": [...]}``: the partition of a partitioned table the chunk's rows are all in;
+    #: NULL: unpartitioned (spec 0)
+    partition: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
 
 
 class ReaderRow(Base):

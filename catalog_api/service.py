@@ -15,14 +15,16 @@ from typing import Any
 from cachetools import LRUCache
 
 from catalog_api import locations, storage
-from catalog_api.changes import COLUMN_OPS, TABLE_OPS, apply_column_changes
+from catalog_api.changes import apply_column_changes, check_ops, partitioning_of
 from catalog_api.cuts import check_expiry, check_truncation
-from catalog_api.errors import CommitConflict, LocationNotAllowed, ScopeNotEmpty, StreamSealed
+from catalog_api.errors import CommitConflict, LocationNotAllowed, ScopeNotEmpty, StreamSealed, TableNotFound
 from catalog_api.groups import SchemaGroups
 from catalog_api.model import (
     APPEND,
+    COLUMNAR,
     COMMIT_KINDS,
     COMPACTION,
+    DELETES,
     GROUP_PRIMARY_KEY,
     MERGE_ENGINE_PROPERTY,
     MERGE_ENGINES,
@@ -35,6 +37,9 @@ from catalog_api.model import (
     Chunk,
     Commit,
     CommitOptions,
+    Partitions,
+    PartitionSummary,
+    Plan,
     Reader,
     Scope,
     Snapshot,
@@ -43,6 +48,16 @@ from catalog_api.model import (
     Table,
     primary_key,
 )
+from catalog_api.partitioning.pruning import chunk_may_match
+from catalog_api.partitioning.rules import (
+    by_partition,
+    check_partition,
+    check_sources,
+    check_split,
+    new_spec,
+    stored_partition,
+)
+from catalog_api.partitioning.spec import UNPARTITIONED, with_current_names
 from catalog_api.schema import to_schema, to_struct
 from catalog_api.schema.fieldids import carry_field_ids
 from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
@@ -110,6 +125,8 @@ class TableRequest:
     properties: dict[str, str] = field(default_factory=dict)
     config: StreamConfig = field(default_factory=StreamConfig)
     location: str | None = None
+    #: PARTITIONED BY in the text form (docs/partitioning.md); None or blank: unpartitioned
+    partitioning: str | None = None
 
 
 class CatalogService:
@@ -297,6 +314,8 @@ class CatalogService:
             properties=dict(record.properties),
             version=record.version,
             primary_key=primary_key(record.properties),
+            partition_spec=record.partition_spec,
+            partition_specs=record.partition_specs,
         )
 
     def get_table(self, scope: str, name: str) -> Table:
@@ -319,6 +338,10 @@ class CatalogService:
             policy = policy_from_property(properties.pop(POLICY_PROPERTY))
         schema = _keyed_schema(request.schema, properties)
         _check_change_properties(schema, properties)
+        # Partition fields name their source columns by field id: a partitioned table's columns get
+        # theirs now rather than at their first column change.
+        partitioning, schema = new_spec(request.partitioning or "", schema)
+        check_sources(partitioning, schema, primary_key(properties))
         info = _schema_info(schema, fmt, request.name, scope)
         owner = {"streamcat.table": "true", OWNER_PROPERTY: f"table {scope}.{request.name}"}
         if PRIMARY_KEY_PROPERTY in properties:
@@ -330,7 +353,7 @@ class CatalogService:
             groups.create_group(namespace, group_name, group)
             groups.add_schema(namespace, group_name, info)
 
-        spec = TableSpec(fmt, request.comment, properties)
+        spec = TableSpec(fmt, request.comment, properties, partitioning)
         placement = self._placement(scope, request.name, request.location)
         return self.store.create_table(scope, request.name, request.config, placement, spec, register, self._view)
 
@@ -338,9 +361,8 @@ class CatalogService:
         self, scope: str, name: str, expected_version: int | None, changes: Sequence[dict[str, Any]]
     ) -> Table:
         """Apply Spark's table changes; a new schema must pass the group's policy (409 with reasons)."""
-        unknown = [c.get("op") for c in changes if c.get("op") not in COLUMN_OPS + TABLE_OPS]
-        if unknown:
-            raise BadRequest(f"unknown table changes {unknown}; expected {', '.join(COLUMN_OPS + TABLE_OPS)}")
+        check_ops(changes)
+        text = partitioning_of(changes)
         namespace, group = Namespace(scope), GroupName(name)
 
         def update(record: TableRecord, groups: SchemaGroups) -> TableMeta:
@@ -369,9 +391,14 @@ class CatalogService:
             schema = apply_column_changes(current.schema, changes)
             _check_key_columns_intact(key, current.schema, schema)
             _check_change_properties(schema, properties)
+            partitioning = None
+            if text is not None:
+                partitioning, schema = new_spec(text, schema, record.partition_specs, record.last_partition_field_id)
+            in_force = partitioning or with_current_names(record.partition_spec, current.schema)
+            check_sources(in_force, schema, key, dropping=any(c.get("op") == "dropColumn" for c in changes))
             if schema != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(schema, record.format, name, scope))
-            return TableMeta(comment, properties)
+            return TableMeta(comment, properties, partitioning)
 
         return self.store.alter_table(scope, name, update, self._view)
 
@@ -388,6 +415,7 @@ class CatalogService:
             # the table's older chunks read under the new schema.
             wanted = carry_field_ids(current.schema, _keyed_schema(schema, dict(record.properties)))
             _check_key_columns_intact(key, current.schema, wanted)
+            check_sources(with_current_names(record.partition_spec, current.schema), wanted, key)
             if wanted != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(wanted, record.format, name, scope))
             return TableMeta(record.comment, dict(record.properties))
@@ -450,9 +478,12 @@ class CatalogService:
         )
         for guard in self.commit_guards:
             guard(scope, stream, options.properties, options.kind)
+        # spec 0 is kept as no partition
+        chunks = [c if (p := stored_partition(c.path, c.partition)) is c.partition else replace(c, partition=p)
+                  for c in chunks]
         wanted = frozenset(e for c in chunks for e in c.encoding_ids)
 
-        def check(target: Stream, is_table: bool, groups: SchemaGroups) -> None:
+        def check(target: Stream, table: TableRecord | None, groups: SchemaGroups) -> None:
             if target.sealed:
                 raise StreamSealed(f"stream {scope}.{stream} is sealed")
             if options.expected_last_commit is not None and options.expected_last_commit != target.last_commit:
@@ -472,14 +503,24 @@ class CatalogService:
                     raise BadRequest(
                         f"chunk {c.path}: segment {c.segment} is not one of the stream's {target.config.segments}"
                     )
-            if not is_table:
-                return
-            try:
-                unknown = groups.unknown_encodings(Namespace(scope), GroupName(stream), wanted)
-            except GroupNotFound:
-                raise _lost_group(scope, stream) from None
-            if wanted and unknown:
-                raise BadRequest(f"encoding ids {sorted(unknown)} are not encodings of group {stream!r}")
+            if table is not None:
+                try:
+                    unknown = groups.unknown_encodings(Namespace(scope), GroupName(stream), wanted)
+                except GroupNotFound:
+                    raise _lost_group(scope, stream) from None
+                if wanted and unknown:
+                    raise BadRequest(f"encoding ids {sorted(unknown)} are not encodings of group {stream!r}")
+            what = f"table {scope}.{stream}" if table is not None else f"stream {scope}.{stream}"
+            specs = {s.spec_id: s for s in (table.partition_specs if table is not None else (UNPARTITIONED,))}
+            current = table.partition_spec if table is not None else UNPARTITIONED
+            # The schema (values are checked against the source columns' types) only when some chunk has values.
+            has_values = any(c.partition for c in chunks)
+            schema = self._view(table, groups).schema if table is not None and has_values else None
+            for c in chunks:
+                # writers split the rows they write by partition: an append's or an overwrite's columnar chunks
+                if options.kind in (APPEND, OVERWRITE) and c.kind == COLUMNAR:
+                    check_split(what, c.path, c.partition, current)
+                check_partition(what, c.path, c.partition, specs, schema)
 
         return self.store.commit(scope, stream, chunks, options, check)
 
@@ -499,6 +540,56 @@ class CatalogService:
         """The non-compaction commits in (``after``, ``to``] (``to``: the latest by default), each with
         the chunks it added and removed; ``after`` must be a retained cut (the feed replays on it)."""
         return self.store.changes(scope, stream, after, to)
+
+    # -- partitioned tables: scan planning and partitions ---------------------------------------------
+
+    def plan_chunks(
+        self,
+        scope: str,
+        stream: str,
+        filters: Sequence[dict[str, Any]],
+        cut: int | None = None,
+        as_of_time: int | None = None,
+    ) -> Plan:
+        """The chunks visible at a cut (or as of a time) that may hold a row passing every filter, in
+        snapshot order, and what was skipped (docs/partitioning.md, "Pruning").
+
+        A chunk is skipped when its partition (under its own spec, so chunks written before a spec change
+        are pruned too) or, in a table read row by row, its statistics rule a filter out. Tables whose reads
+        merge (a primary key, or position deletes at the cut) prune by partition only: one chunk's
+        statistics cannot prove that a key's latest version, or the row a delete names, is elsewhere.
+        Position-deletes chunks are never skipped unless their partition rules them out.
+        """
+        snapshot = self.store.snapshot(scope, stream, cut, as_of_time, None)
+        try:
+            table: Table | None = self.store.get_table(scope, stream, self._view)
+        except TableNotFound:
+            table = None  # a plain stream: no partitions, no key
+        specs = {s.spec_id: s for s in table.partition_specs} if table is not None else {}
+        schema = table.schema if table is not None else {"type": "struct", "fields": []}
+        merged = bool(table is not None and table.primary_key) or any(c.kind == DELETES for c in snapshot.chunks)
+        kept: list[Chunk] = []
+        skipped = skipped_bytes = 0
+        for c in snapshot.chunks:
+            by_stats = not merged and c.kind != DELETES
+            if chunk_may_match(filters, c, specs, schema, by_stats=by_stats):
+                kept.append(c)
+            else:
+                skipped += 1
+                skipped_bytes += c.bytes
+        return Plan(snapshot.cut, kept, skipped, skipped_bytes)
+
+    def partitions(self, scope: str, name: str) -> Partitions:
+        """The partitions of the table's current spec that its live data chunks are in (position deletes
+        aside), each with its chunk, event and byte counts, sorted by values (nulls first). An
+        unpartitioned table has one partition, of no values, once it holds a chunk."""
+        table = self.get_table(scope, name)
+        spec = with_current_names(table.partition_spec, table.schema)
+        data = [c for c in self.store.snapshot(scope, name, None, None, None).chunks if c.kind != DELETES]
+        return Partitions(spec, [
+            PartitionSummary(values, len(group), sum(c.event_count for c in group), sum(c.bytes for c in group))
+            for values, group in by_partition(data, spec)
+        ])
 
     # -- retention and readers --------------------------------------------------------------------
 
@@ -771,3 +862,4 @@ def _check_key_columns_intact(key: tuple[str, ...], before: dict[str, Any], afte
             raise BadRequest(f"cannot change the type of column {name!r}: it is part of the table's primary key")
         if column.get("nullable", True):
             raise BadRequest(f"cannot make nullable column {name!r}: it is part of the table's primary key")
+

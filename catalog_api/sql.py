@@ -9,7 +9,7 @@ order and what each operation locks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from sqlalchemy import Engine, and_, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -32,7 +32,8 @@ from catalog_api.model import (
     StreamConfig,
     Table,
 )
-from catalog_api.orm import ChunkRow, CommitRow, ReaderRow, ScopeRow, StreamRow, TableRow
+from catalog_api.orm import ChunkRow, CommitRow, PartitionSpecRow, ReaderRow, ScopeRow, StreamRow, TableRow
+from catalog_api.partitioning.spec import UNPARTITIONED, PartitionSpec
 from catalog_api.store import (
     CatalogStore,
     CheckCommit,
@@ -112,6 +113,7 @@ def _chunk(row: ChunkRow) -> Chunk:
         commit=row.commit_number,
         sequence=row.sequence,
         removed_at=row.removed_at,
+        partition=None if row.partition is None else dict(row.partition),
     )
 
 
@@ -123,14 +125,43 @@ def _reader(row: ReaderRow) -> Reader:
 _CHUNK_ORDER = (ChunkRow.sequence, ChunkRow.commit_number, ChunkRow.id)
 
 
-def _record(stream: StreamRow, table: TableRow, scope: str) -> TableRecord:
+def _record(stream: StreamRow, table: TableRow, scope: str, specs: Sequence[PartitionSpec]) -> TableRecord:
     return TableRecord(
         stream=_stream(stream, scope),
         format=table.format,
         comment=table.comment,
         properties=dict(table.properties),
         version=table.version,
+        spec_id=table.spec_id,
+        last_partition_field_id=table.last_partition_field_id,
+        partition_specs=(UNPARTITIONED, *specs),
     )
+
+
+def _partition_specs(session: Session, stream_ids: Iterable[int]) -> dict[int, list[PartitionSpec]]:
+    """The stored partition specs of the tables of ``stream_ids``, by stream id, each list by spec id."""
+    ids = list(stream_ids)
+    found: dict[int, list[PartitionSpec]] = {i: [] for i in ids}
+    for i in range(0, len(ids), _BATCH):
+        rows = session.scalars(
+            select(PartitionSpecRow)
+            .where(PartitionSpecRow.stream_id.in_(ids[i : i + _BATCH]))
+            .order_by(PartitionSpecRow.stream_id, PartitionSpecRow.spec_id)
+        )
+        for row in rows:
+            found[row.stream_id].append(PartitionSpec.from_json({"specId": row.spec_id, "fields": row.fields}))
+    return found
+
+
+def _table_record(session: Session, stream: StreamRow, table: TableRow, scope: str) -> TableRecord:
+    return _record(stream, table, scope, _partition_specs(session, [stream.id])[stream.id])
+
+
+def _add_spec(session: Session, stream_id: int, spec: PartitionSpec) -> None:
+    """Store ``spec`` as a spec of the table of ``stream_id``, unless it is the unpartitioned one."""
+    if spec.spec_id != UNPARTITIONED.spec_id:
+        fields = spec.to_json()["fields"]
+        session.add(PartitionSpecRow(stream_id=stream_id, spec_id=spec.spec_id, fields=fields, created_at=now_ms()))
 
 
 class SqlCatalogStore(CatalogStore):
@@ -178,8 +209,12 @@ class SqlCatalogStore(CatalogStore):
             raise TableNotFound(f"{scope}.{name} is a stream, not a table")
         return stream, table
 
-    def _view(self, session: Session, scope: str, stream: StreamRow, table: TableRow, view: ViewTable) -> Table:
-        return view(_record(stream, table, scope), self._groups_in(session))
+    def _view(
+        self, session: Session, scope: str, stream: StreamRow, table: TableRow, view: ViewTable,
+        specs: Sequence[PartitionSpec] | None = None,
+    ) -> Table:
+        record = _table_record(session, stream, table, scope) if specs is None else _record(stream, table, scope, specs)
+        return view(record, self._groups_in(session))
 
     # -- scopes --------------------------------------------------------------------------------
 
@@ -347,8 +382,12 @@ class SqlCatalogStore(CatalogStore):
                 properties=dict(spec.properties),
                 version=1,
                 updated_at=now_ms(),
+                spec_id=spec.partitioning.spec_id,
+                last_partition_field_id=spec.partitioning.highest_field_id(),
             )
             session.add(table)
+            session.flush()
+            _add_spec(session, stream.id, spec.partitioning)
             session.flush()
             return self._view(session, scope, stream, table, view)
 
@@ -367,16 +406,23 @@ class SqlCatalogStore(CatalogStore):
                 .order_by(StreamRow.id)
                 .limit(limit)
             ).all()
-            tables = [self._view(session, scope, s, t, view) for s, t in rows]
+            specs = _partition_specs(session, (s.id for s, _t in rows))
+            tables = [self._view(session, scope, s, t, view, specs[s.id]) for s, t in rows]
         return Page(tables, str(rows[-1][0].id if rows else after))
 
     @retried
     def alter_table(self, scope: str, name: str, update: UpdateTable, view: ViewTable) -> Table:
         with self._write() as session:
             stream, table = self._table_parts(session, scope, name, lock=True)
-            change = update(_record(stream, table, scope), self._groups_in(session))
+            record = _table_record(session, stream, table, scope)
+            change = update(record, self._groups_in(session))
             table.comment = change.comment
             table.properties = dict(change.properties)
+            if change.partitioning is not None:
+                if change.partitioning.spec_id not in {s.spec_id for s in record.partition_specs}:
+                    _add_spec(session, stream.id, change.partitioning)
+                table.spec_id = change.partitioning.spec_id
+                table.last_partition_field_id = change.partitioning.highest_field_id(table.last_partition_field_id)
             table.version += 1
             table.updated_at = now_ms()
             session.flush()
@@ -438,7 +484,9 @@ class SqlCatalogStore(CatalogStore):
                 if seen is not None:
                     count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
                     return _commit(seen, count, duplicate=True)
-            check(_stream(row, scope), session.get(TableRow, row.id) is not None, self._groups_in(session))
+            table = session.get(TableRow, row.id)
+            record = None if table is None else _table_record(session, row, table, scope)
+            check(_stream(row, scope), record, self._groups_in(session))
             removed = self._live_chunks(session, row, options.removes)
             if options.kind == COMPACTION:
                 later = [c.path for c in removed if c.sequence > (options.base_cut or 0)]
@@ -496,6 +544,7 @@ class SqlCatalogStore(CatalogStore):
                     stats=c.stats,
                     sequence=sequence,
                     removed_at=None,
+                    partition=c.partition,
                 )
                 for c in chunks
             )

@@ -15,6 +15,7 @@ from typing import Any
 
 from catalog_api.groups import SchemaGroups
 from catalog_api.model import Change, Chunk, Commit, CommitOptions, Reader, Scope, Snapshot, Stream, StreamConfig, Table
+from catalog_api.partitioning.spec import NO_PARTITION_FIELDS, UNPARTITIONED, PartitionSpec
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,8 @@ class TableSpec:
     format: str
     comment: str
     properties: dict[str, str]
+    #: the table's first partition spec (stored unless unpartitioned)
+    partitioning: PartitionSpec = UNPARTITIONED
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,17 @@ class TableRecord:
     properties: dict[str, str]
     #: bumped by every change of the table's metadata, for optimistic concurrency
     version: int
+    #: the id of the current partition spec (0: unpartitioned)
+    spec_id: int = 0
+    #: the highest partition field id any spec of the table used
+    last_partition_field_id: int = NO_PARTITION_FIELDS
+    #: every spec the table has had, by id, the unpartitioned spec 0 first
+    partition_specs: tuple[PartitionSpec, ...] = (UNPARTITIONED,)
+
+    @property
+    def partition_spec(self) -> PartitionSpec:
+        """The current partition spec."""
+        return next((s for s in self.partition_specs if s.spec_id == self.spec_id), UNPARTITIONED)
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,8 @@ class TableMeta:
 
     comment: str
     properties: dict[str, str]
+    #: the new current partition spec (stored if its id is new); None: the current one stays
+    partitioning: PartitionSpec | None = None
 
 
 #: Registry work done inside the catalog's transaction.
@@ -52,8 +68,8 @@ RegisterGroup = Callable[[SchemaGroups], None]
 ViewTable = Callable[[TableRecord, SchemaGroups], Table]
 #: The new metadata of a table, or an error refusing the change.
 UpdateTable = Callable[[TableRecord, SchemaGroups], TableMeta]
-#: Raises to refuse a commit to ``stream`` (``is_table``: the stream backs a table).
-CheckCommit = Callable[[Stream, bool, SchemaGroups], None]
+#: Raises to refuse a commit to ``stream``, given the table it backs (None: a plain stream).
+CheckCommit = Callable[[Stream, TableRecord | None, SchemaGroups], None]
 #: Raises to refuse deleting a scope holding ``streams``, else clears its groups.
 ClearScope = Callable[[list[Stream], SchemaGroups], None]
 #: Raises to refuse deleting a stream (``is_table``: it backs a table).

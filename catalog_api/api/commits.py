@@ -75,6 +75,22 @@ def chunks(scope: str, stream: str, query: m.ChunksQuery) -> m.Snapshot:
 
 @operation(
     bp,
+    "POST",
+    "/chunks/plan",
+    "planChunks",
+    "Chunks visible at a stream cut that may hold a row passing the filters (pruned by partition and statistics)",
+    body=m.PlanChunksRequest,
+    response=m.ChunkPlan,
+    errors=(400, 404, 409),
+    permission=Need("read", "stream"),
+)
+def plan_chunks(scope: str, stream: str, body: m.PlanChunksRequest) -> m.ChunkPlan:
+    plan = catalog_service().plan_chunks(scope, stream, body.filter_json(), cut=body.cut, as_of_time=body.as_of_time)
+    return m.ChunkPlan.of(plan)
+
+
+@operation(
+    bp,
     "GET",
     "/changes",
     "listChanges",

@@ -13,6 +13,8 @@ from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from catalog_api import model as domain
 from catalog_api.model import CHUNK_KINDS, COMMIT_KINDS
+from catalog_api.partitioning.spec import PartitionSpec as Spec
+from catalog_api.partitioning.spec import with_current_names
 from registry.api.models import Compatibility, VersionInfo
 from registry.api.wire import (
     MAX_INT64,
@@ -244,6 +246,42 @@ class StructType(Wire):
     fields: list[Any]
 
 
+#: A partitioning in its text form (docs/partitioning.md).
+PartitioningText = Annotated[str, Field(max_length=10_000)]
+
+
+class PartitionField(Wire):
+    """One field of a partition spec: the transform (Iceberg's name: ``day``, ``bucket[8]``) of a source
+    column (by field id; ``source`` is its current name, or the last it had once dropped) and the
+    partition field's id and name."""
+
+    field_id: int
+    source_id: int
+    source: str
+    transform: str
+    name: str
+
+
+class PartitionSpec(Wire):
+    """A partition spec of a table: its id (0: unpartitioned), fields and text form."""
+
+    spec_id: int
+    fields: list[PartitionField]
+    text: str
+
+    @classmethod
+    def of(cls, spec: Spec, schema: dict[str, Any] | None = None) -> PartitionSpec:
+        """The wire form of ``spec``, its sources named as in ``schema`` (the table's current schema) if given."""
+        named = spec if schema is None else with_current_names(spec, schema)
+        fields = [
+            PartitionField.model_construct(
+                field_id=f.field_id, source_id=f.source_id, source=f.source, transform=str(f.transform), name=f.name
+            )
+            for f in named.fields
+        ]
+        return cls.model_construct(spec_id=named.spec_id, fields=fields, text=named.text())
+
+
 class CreateTableRequest(_StreamSettings):
     """``POST /v1/scopes/{scope}/tables``: the stream, its group and the first schema version."""
 
@@ -253,6 +291,9 @@ class CreateTableRequest(_StreamSettings):
     compatibility: Compatibility | None = None
     comment: Annotated[str, NullMeansDefault] = ""
     properties: Annotated[StringMap, NullMeansDefault] = Field(default_factory=dict)
+    #: PARTITIONED BY in the text form of docs/partitioning.md (``days(ts), bucket(8, id)``); empty or
+    #: absent: unpartitioned
+    partitioning: PartitioningText | None = None
 
 
 ColumnPath = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
@@ -381,6 +422,15 @@ class SetCompatibility(_Change):
         return {"op": self.op, "compatibility": self.compatibility.to_domain()}
 
 
+class SetPartitioning(_Change):
+    """Make ``partitioning`` (the text form of docs/partitioning.md; empty: unpartitioned) the table's
+    current partition spec: a new spec, or the id of an identical earlier one. Chunks already written
+    keep the spec they were written under."""
+
+    op: Literal["setPartitioning"]
+    partitioning: PartitioningText
+
+
 TableChange = Annotated[
     AddColumn
     | DropColumn
@@ -393,7 +443,8 @@ TableChange = Annotated[
     | SetProperty
     | RemoveProperty
     | SetComment
-    | SetCompatibility,
+    | SetCompatibility
+    | SetPartitioning,
     Field(discriminator="op"),
 ]
 
@@ -427,6 +478,10 @@ class Table(Wire):
     #: the key columns of a primary-key table (its 'primary-key' property); empty for append tables
     primary_key: list[str]
     stream: Stream
+    #: the current partition spec (spec 0, without fields: unpartitioned)
+    partition_spec: PartitionSpec
+    #: every spec the table has had, by id (spec 0 first): older chunks name theirs
+    partition_specs: list[PartitionSpec]
 
     @classmethod
     def of(cls, table: domain.Table) -> Table:
@@ -445,6 +500,8 @@ class Table(Wire):
             properties=dict(table.properties),
             primary_key=list(table.primary_key),
             stream=Stream.of(table.stream),
+            partition_spec=PartitionSpec.of(table.partition_spec, table.schema),
+            partition_specs=[PartitionSpec.of(s, table.schema) for s in table.partition_specs],
         )
 
 
@@ -467,6 +524,20 @@ def _inside_the_stream(path: str) -> str:
 
 
 ChunkPath = Annotated[str, Field(min_length=1, max_length=1024)]
+#: A partition value: null, a boolean, an integer (dates, timestamps and transforms' results are integers
+#: in the units of chunk statistics) or a string (binary truncated: base64).
+PartitionValue = bool | Int64 | Annotated[str, Field(max_length=65_536)] | None
+
+
+class ChunkPartition(Wire):
+    """The partition all rows of a chunk are in: a spec of the table and one value per field of it."""
+
+    spec_id: Int32
+    values: Annotated[list[PartitionValue], Field(max_length=1_000)]
+
+    def to_domain(self) -> dict[str, Any]:
+        """The chunk's ``partition`` as the domain keeps it."""
+        return {"specId": self.spec_id, "values": list(self.values)}
 
 
 class ChunkInfo(Wire):
@@ -487,6 +558,8 @@ class ChunkInfo(Wire):
     commit: Annotated[int, WholeNumber] = 0
     sequence: Annotated[int, WholeNumber] = 0
     removed_at: Annotated[int, WholeNumber] | None = None
+    #: the partition the chunk's rows are all in (docs/partitioning.md); left out: unpartitioned
+    partition: ChunkPartition | None = omitted()
 
     @field_validator("path")
     @classmethod
@@ -509,6 +582,9 @@ class ChunkInfo(Wire):
             commit=chunk.commit,
             sequence=chunk.sequence,
             removed_at=chunk.removed_at,
+            partition=None if chunk.partition is None else ChunkPartition.model_construct(
+                spec_id=chunk.partition["specId"], values=list(chunk.partition["values"])
+            ),
         )
 
     def to_domain(self) -> domain.Chunk:
@@ -526,6 +602,7 @@ class ChunkInfo(Wire):
             commit=self.commit,
             sequence=self.sequence,
             removed_at=self.removed_at,
+            partition=None if self.partition is None else self.partition.to_domain(),
         )
 
 
@@ -698,6 +775,128 @@ class Snapshot(Wire):
     def to_domain(self) -> domain.Snapshot:
         """The domain object."""
         return domain.Snapshot(self.stream_cut, [c.to_domain() for c in self.chunks])
+
+
+# -- scan planning and partitions --------------------------------------------------------------------
+
+#: A value a filter compares with, in the units of chunk statistics (dates: days, timestamps: microseconds
+#: since the epoch).
+FilterValue = bool | int | float | Annotated[str, Field(max_length=65_536)]
+FilterColumn = Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class Comparison(Wire):
+    """``column <op> value``."""
+
+    op: Literal["eq", "gt", "ge", "lt", "le"]
+    column: FilterColumn
+    value: FilterValue
+
+
+class StartsWith(Wire):
+    """The string ``column`` starts with ``value``."""
+
+    op: Literal["startswith"]
+    column: FilterColumn
+    value: Annotated[str, Field(max_length=65_536)]
+
+
+class InValues(Wire):
+    """``column`` is one of ``values``."""
+
+    op: Literal["in"]
+    column: FilterColumn
+    values: Annotated[list[FilterValue], Field(max_length=100_000)]
+
+
+class NullCheck(Wire):
+    """``column`` is (``isnull``) or is not (``notnull``) null."""
+
+    op: Literal["isnull", "notnull"]
+    column: FilterColumn
+
+
+class Junction(Wire):
+    """Both (``and``) or either (``or``) of two filters."""
+
+    op: Literal["and", "or"]
+    left: Filter
+    right: Filter
+
+
+#: A pushed filter, as Spark's are written (docs/partitioning.md, "Pruning").
+Filter = Annotated[Comparison | StartsWith | InValues | NullCheck | Junction, Field(discriminator="op")]
+Junction.model_rebuild()
+
+
+class PlanChunksRequest(Wire):
+    """``POST .../chunks/plan``: the chunks to read at a cut (latest by default) or as of a time (epoch
+    ms) that may hold a row passing every filter (the filters are a conjunction)."""
+
+    cut: Cut | None = None
+    as_of_time: Cut | None = None
+    filters: Annotated[list[Filter], Field(max_length=10_000), NullMeansDefault] = Field(default_factory=list)
+
+    def filter_json(self) -> list[dict[str, Any]]:
+        """The filters as the pruning functions read them."""
+        return [f.model_dump(mode="json") for f in self.filters]
+
+
+class ChunkPlan(Wire):
+    """The chunks a scan reads (in the order of ``GET .../chunks``) and what planning skipped."""
+
+    stream_cut: int
+    chunks: list[ChunkInfo]
+    chunks_skipped: int
+    bytes_skipped: int
+
+    @classmethod
+    def of(cls, plan: domain.Plan) -> ChunkPlan:
+        """The wire form of ``plan``."""
+        return cls.model_construct(
+            stream_cut=plan.cut,
+            chunks=[ChunkInfo.of(c) for c in plan.chunks],
+            chunks_skipped=plan.chunks_skipped,
+            bytes_skipped=plan.bytes_skipped,
+        )
+
+    def to_domain(self) -> domain.Plan:
+        """The domain object."""
+        return domain.Plan(self.stream_cut, [c.to_domain() for c in self.chunks], self.chunks_skipped,
+                           self.bytes_skipped)
+
+
+class PartitionSummary(Wire):
+    """One partition of a table's current spec: its values and what its live chunks hold."""
+
+    values: list[PartitionValue]
+    chunk_count: int
+    event_count: int
+    bytes: int
+
+
+class PartitionList(Wire):
+    """``GET .../tables/{table}/partitions``: the partitions of the current spec that live chunks are in,
+    sorted by values (nulls first)."""
+
+    spec_id: int
+    fields: list[PartitionField]
+    partitions: list[PartitionSummary]
+
+    @classmethod
+    def of(cls, found: domain.Partitions) -> PartitionList:
+        """The wire form of ``found``."""
+        spec = PartitionSpec.of(found.spec)
+        return cls.model_construct(
+            spec_id=spec.spec_id,
+            fields=spec.fields,
+            partitions=[
+                PartitionSummary.model_construct(
+                    values=list(p.values), chunk_count=p.chunk_count, event_count=p.event_count, bytes=p.bytes
+                )
+                for p in found.partitions
+            ],
+        )
 
 
 # -- query strings -----------------------------------------------------------------------------------

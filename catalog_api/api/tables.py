@@ -40,6 +40,7 @@ def _table_request(body: m.CreateTableRequest) -> TableRequest:
         properties=dict(body.properties),
         config=body.stream_config(),
         location=body.location,
+        partitioning=body.partitioning,
     )
 
 
@@ -92,6 +93,13 @@ def alter_table(scope: str, table: str, body: m.AlterTableRequest) -> m.Table:
         require(Permission.ADMIN, Resource.of_group(scope, table))
     altered = catalog_service().alter_table(scope, table, body.expected_version, body.to_changes())
     return m.Table.of(altered)
+
+
+@operation(bp, "GET", "/<table>/partitions", "listPartitions",
+           "Partitions of the table's current spec, with what their live chunks hold", response=m.PartitionList,
+           errors=(400, 404, 409), permission=Need("read", "table"))
+def list_partitions(scope: str, table: str) -> m.PartitionList:
+    return m.PartitionList.of(catalog_service().partitions(scope, table))
 
 
 @operation(bp, "DELETE", "/<table>", "dropTable", "Drop a table", query=m.PurgeQuery, status=204,

@@ -9,7 +9,9 @@ Event chunk (written by producers)::
 Columnar chunk (written by Spark): a Parquet file, all rows in one schema version, whose
 key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version``, and whose
 columns carry the field ids of that version (Parquet field ids) when the writer knew them
-(readers then match columns by id, ``catalog_api.schema.resolution``).
+(readers then match columns by id, ``catalog_api.schema.resolution``). In a partitioned table every
+columnar chunk a writer commits holds the rows of one partition and records it (``Chunk.partition``,
+docs/partitioning.md): :func:`partition_pieces` cuts rows that way.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import pyarrow.parquet as pq
 
 from catalog_api import storage
 from catalog_api.model import Chunk
+from catalog_api.partitioning.spec import PartitionSpec
+from catalog_api.partitioning.transforms import split_by_partition
 from catalog_api.schema.fieldids import field_id, has_field_ids
 from catalog_api.schema.resolution import PARQUET_FIELD_ID
 
@@ -47,10 +51,28 @@ class ChunkStats:
     encoding_ids: set[int] = field(default_factory=set)
     stats: dict[str, Any] = field(default_factory=dict)
 
-    def columnar(self, path: str, segment: int = 0, sequence: int = 0) -> Chunk:
-        """The Chunk a commit lists for the columnar chunk written at ``path`` with these statistics."""
+    def columnar(self, path: str, segment: int = 0, sequence: int = 0,
+                 partition: dict[str, Any] | None = None) -> Chunk:
+        """The Chunk a commit lists for the columnar chunk written at ``path`` with these statistics;
+        ``partition`` (``{"specId", "values"}``) is the one every row of it is in (None: unpartitioned)."""
         return Chunk(path=path, kind="columnar", segment=segment, event_count=self.event_count, bytes=self.bytes,
-                     encoding_ids=tuple(sorted(self.encoding_ids)), stats=self.stats, sequence=sequence)
+                     encoding_ids=tuple(sorted(self.encoding_ids)), stats=self.stats, sequence=sequence,
+                     partition=partition)
+
+
+def partition_pieces(table: pa.Table, spec: PartitionSpec) -> list[tuple[dict[str, Any], pa.Table]]:
+    """``table``'s rows cut into one piece per partition of ``spec``: (the ``Chunk.partition`` the piece's
+    chunk records, the rows, in their order in ``table``), pieces in the order of their first row.
+
+    ``spec``'s sources must be named as ``table``'s columns are (see
+    :func:`~catalog_api.partitioning.spec.with_current_names`); other columns ride along untouched.
+    Raises :class:`~catalog_api.partitioning.spec.PartitioningError` when a source column is missing or
+    of a type its transform does not take.
+    """
+    if spec.unpartitioned:
+        # spec 0 is recorded as no partition: the caller writes such rows as it always did
+        raise ValueError("an unpartitioned spec has no partitions to cut rows into")
+    return [({"specId": spec.spec_id, "values": values}, rows) for values, rows in split_by_partition(table, spec)]
 
 
 def write_event_chunk(location: str, path: str, events: Iterable[bytes]) -> ChunkStats:

@@ -9,14 +9,21 @@ every chunk visible at m. The new chunks' changes sort at m, so appends and prim
 row-level commits made meanwhile stay after them and the compaction does not conflict with
 them; change feeds and streaming reads skip compaction commits (docs/changelog-tables.md).
 
-A table that is one compaction's output and nothing else has nothing to compact: no commit.
+A partitioned table's compaction keeps partitions (docs/partitioning.md): the merged state is split by
+the table's current partition spec, and each output chunk holds the rows of one partition and carries
+its ``{"specId", "values"}``. Chunks written under an earlier spec are rewritten under the current one:
+the state is merged whole first (a primary-key table's versions of a key may sit under two specs), so
+no output chunk ever mixes partitions.
+
+A table that is one compaction's output under its current spec and nothing else has nothing to compact:
+no commit.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -25,6 +32,8 @@ import pyarrow.parquet as pq
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
+from catalog_api.partitioning.spec import PartitionSpec, with_current_names
+from catalog_api.partitioning.transforms import split_by_partition
 from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN
 from catalog_api.streams.chunks import write_columnar_chunk
 from catalog_api.streams.conflicts import COMPACTION, CommitInDoubt, Intent, Table, commit_checked, delete_quietly
@@ -98,6 +107,17 @@ def _encoding_id(catalog_table: dict[str, Any], registry: RegistryClient, stream
     return int(registry.encoding_id(stream, version))
 
 
+def current_spec(described: dict[str, Any]) -> PartitionSpec:
+    """The current partition spec of a table (its ``getTable`` answer), its sources named and typed as in
+    the table's schema (so that rows are split by column name)."""
+    spec = described.get("partitionSpec") or {"specId": 0, "fields": []}
+    return with_current_names(PartitionSpec.from_json(spec), described["schema"])
+
+
+def _in_spec(chunk: Chunk, spec: PartitionSpec) -> bool:
+    return (chunk.partition or {}).get("specId", 0) == spec.spec_id
+
+
 def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str, *,
             rows_per_chunk: int = DEFAULT_ROWS_PER_CHUNK) -> CompactionResult:
     """Compact ``scope.table`` at its latest cut; see the module docstring.
@@ -113,9 +133,11 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
     layout = TableLayout.from_properties(described.get("properties") or {})
     location = str(described["stream"]["location"])
     target = Table(catalog, scope, table, location, layout.key, registry)
+    spec = current_spec(described)
     base, visible = catalog.snapshot(scope, table)
     name = f"{scope}.{table}"
-    if not visible or (is_compacted(visible) and not any(c.kind == DELETES_KIND for c in visible)):
+    compacted = is_compacted(visible) and all(_in_spec(c, spec) for c in visible)
+    if not visible or (compacted and not any(c.kind == DELETES_KIND for c in visible)):
         return CompactionResult(name, base, None, sum(c.event_count for c in visible), 0, 0,
                                 time.perf_counter() - started)
     reader = StreamReader(catalog, registry, scope, table)
@@ -125,11 +147,14 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
     encoding_id = _encoding_id(described, registry, table)
     written: list[Chunk] = []
     try:
-        for start in range(0, state.num_rows, rows_per_chunk):
-            piece = state.slice(start, rows_per_chunk)
-            path = f"{COMPACTED_DIR}/{uuid.uuid4().hex}.compacted.parquet"
-            stats = write_columnar_chunk(location, path, piece, encoding_id, described["schema"])
-            written.append(stats.columnar(path, sequence=base))
+        # Rows keep their order within a partition: a primary-key table's stay sorted by key.
+        for values, rows in split_by_partition(state, spec):
+            partition = None if spec.unpartitioned else {"specId": spec.spec_id, "values": values}
+            for start in range(0, rows.num_rows, rows_per_chunk):
+                piece = rows.slice(start, rows_per_chunk)
+                path = f"{COMPACTED_DIR}/{uuid.uuid4().hex}.compacted.parquet"
+                stats = write_columnar_chunk(location, path, piece, encoding_id, described["schema"])
+                written.append(replace(stats.columnar(path, sequence=base), partition=partition))
         intent = Intent(COMPACTION, base, removes=tuple(c.path for c in visible))
         answer = commit_checked(target, written, intent, properties={"streamcat.compaction.rows": str(state.num_rows)},
                                 writer_id=f"compaction-{uuid.uuid4()}", writer_sequence=0)
@@ -142,4 +167,4 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
                             time.perf_counter() - started)
 
 
-__all__ = ["DEFAULT_ROWS_PER_CHUNK", "ChunkTables", "CompactionResult", "compact"]
+__all__ = ["DEFAULT_ROWS_PER_CHUNK", "ChunkTables", "CompactionResult", "compact", "current_spec"]

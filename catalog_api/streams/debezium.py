@@ -72,6 +72,14 @@ envelope's ``schema`` stays raw bytes (compared with the last one seen), the sou
 other fields are skipped, and a row's values come out as one tuple. A batch is pre-merged by key
 as it is gathered, converted column by column to Arrow and written as one change chunk. Large inputs
 are decoded by worker processes, with the same result (:mod:`catalog_api.streams.debezium_parallel`).
+
+**Partitioned tables.** A primary-key table may be partitioned by transforms of its key columns
+(docs/partitioning.md); the writer then cuts each batch into one change chunk per partition, each
+recording its ``partition`` (upserts and key deletes alike: a delete row holds its key, so it lands
+where the key's rows are). An unpartitioned table's batches take the one-chunk path untouched. The
+spec is the one current when the ingest starts (chunks of an earlier spec stay acceptable), but a table
+first partitioned while it runs refuses the next commit (400, nothing of that batch visible): re-running
+with the same writer id resumes exactly once, under the new spec.
 """
 
 from __future__ import annotations

@@ -14,6 +14,13 @@ kinds. They are pre-merged per commit (a key appears once: its last change wins;
 followed by upserts stays a delete then one upsert; a table with a ``sequence.field`` keeps every
 change, for readers to order) and written by ``flush`` as one change chunk (a columnar chunk whose
 ``_streamcat_op`` column says upsert or delete per row; without deletes, a plain columnar chunk).
+
+On a partitioned table (docs/partitioning.md) every columnar chunk holds the rows of one partition of
+the table's current spec, as the writer found it when it was made, and records it (``Chunk.partition``):
+``write_table`` and ``flush``'s change chunks write one chunk per partition the rows fall in. A
+primary-key table's spec reads only key columns, so all the changes of a key (a delete row carries its
+key) land in one chunk, in order. Event chunks (``write``) stay unpartitioned, as the server allows: a
+record's partition is only known once it is decoded, and they are simply never pruned by partition.
 """
 
 from __future__ import annotations
@@ -34,17 +41,19 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
+from catalog_api.partitioning.spec import PartitionSpec, with_current_names
 from catalog_api.schema import to_struct
 from catalog_api.streams.changes import (
     DELETE,
     MERGE_ENGINE,
     MERGE_ENGINES,
+    OP_COLUMN,
     SEQUENCE_FIELD,
     UPSERT,
     primary_key,
     write_change_chunk,
 )
-from catalog_api.streams.chunks import write_columnar_chunk, write_framed_event_chunk
+from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk, write_framed_event_chunk
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from registry.client import RegistryClient
 from registry.errors import BadRequest, NotFound, StreamcatError
@@ -265,23 +274,41 @@ class StreamWriter:
         self._in_transaction = False
         self._closed = False
         # A primary-key table takes changes by key, pre-merged per commit (see the module's docstring).
-        self.layout = KeyedLayout.of(self._table_properties())
+        described = self._describe_table()
+        self.layout = KeyedLayout.of(dict(described["properties"]) if described is not None else {})
         if self.layout is not None and self.serializer is None:
             latest = self.registry.latest_schemas(group or stream)
             if len(latest) != 1:
                 raise ValueError(f"{scope}.{stream}'s group has {len(latest)} latest schemas; pass schema=")
             self.serializer = Serializer(self.registry, group or stream, latest[0].schema, codec, register=False)
+        #: the table's current partition spec, its sources named as in this writer's rows; None when the
+        #: table is unpartitioned (or the stream no table): columnar chunks are then written as they always were
+        self.partition_spec = self._rows_spec(described)
         self._change_rows: list[dict[str, Any]] = []
         self._change_ops: list[int] = []
         self._change_pieces: list[tuple[pa.Table, pa.Array | None]] = []
         self._change_count = 0
         self._change_schema: pa.Schema | None = None
 
-    def _table_properties(self) -> dict[str, str]:
+    def _describe_table(self) -> dict[str, Any] | None:
+        """The stream's table (``getTable``), or None for a stream that is no table."""
         try:
-            return dict(self.catalog.get_table(self.scope, self.stream)["properties"])
+            return self.catalog.get_table(self.scope, self.stream)
         except NotFound:
-            return {}  # a stream that is no table
+            return None
+
+    def _rows_spec(self, described: dict[str, Any] | None) -> PartitionSpec | None:
+        """The table's current partition spec when it has fields, each source named as this writer's schema
+        version names the column (found by field id; else as the table's current schema does), because rows
+        are split by column name and the writer's version may predate a rename."""
+        if described is None or not described.get("partitionSpec"):  # absent: a server older than partitioning
+            return None
+        spec = PartitionSpec.from_json(described["partitionSpec"])
+        if spec.unpartitioned:
+            return None
+        spec = with_current_names(spec, described["schema"])
+        own = self._spark_schema()
+        return spec if own is None else with_current_names(spec, own)
 
     # -- writing ---------------------------------------------------------------------------------
 
@@ -389,7 +416,10 @@ class StreamWriter:
         (``segment``, by default the one the writer's unkeyed events go to). The columns must be
         those of the schema (extra columns are dropped, types are cast to the schema's Arrow form).
         This is the fast path for bulk data: no per-row serialization on either side. On a
-        primary-key table the rows upsert their keys (:meth:`write_changes`).
+        primary-key table the rows upsert their keys (:meth:`write_changes`). On a partitioned table the
+        rows are written as one chunk per partition they fall in (none for no rows), each recording it;
+        raises :class:`~catalog_api.partitioning.spec.PartitioningError` when the schema version lacks a
+        column the spec reads.
         """
         if self.layout is not None:
             self.write_changes(table)
@@ -414,10 +444,19 @@ class StreamWriter:
             raise ValueError(f"the table does not fit the schema's Arrow form {target}: {e}") from e
         if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
+        if self.partition_spec is None:
+            self._write_columnar(rows, segment, None)
+            return
+        for partition, piece in partition_pieces(rows, self.partition_spec):
+            self._write_columnar(piece, segment, partition)
+
+    def _write_columnar(self, rows: pa.Table, segment: int, partition: dict[str, Any] | None) -> None:
+        """Write rows of the serializer's version as one columnar chunk, pending commit."""
+        assert isinstance(self.serializer, Serializer)
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
         stats = write_columnar_chunk(self.location, path, rows, self.serializer.encoding_id,
                                      self._spark_schema())
-        self._written.append(stats.columnar(path, segment=segment))
+        self._written.append(stats.columnar(path, segment=segment, partition=partition))
 
     def _spark_schema(self) -> dict[str, Any] | None:
         """The Spark schema (with its field ids) of the serializer's version, for columnar chunks' field ids;
@@ -565,10 +604,31 @@ class StreamWriter:
             ops = pa.concat_arrays([o if o is not None else pa.array([UPSERT] * t.num_rows, pa.int8())
                                     for t, o in pieces])
         table, ops = premerge(table, ops, self.layout)
+        if self.partition_spec is None:
+            self._write_changes(table, ops, None)
+        else:
+            self._write_partitioned_changes(table, ops, self.partition_spec)
+
+    def _write_partitioned_changes(self, table: pa.Table, ops: pa.Array | None, spec: PartitionSpec) -> None:
+        """Pre-merged changes as one change chunk per partition they fall in. The spec reads only key
+        columns, so a key's changes (a delete row holds its key) all go to one chunk, in their order."""
+        if ops is not None:
+            # the row kinds ride along as a column, so that cutting the rows cuts them too
+            table = table.append_column(OP_COLUMN, ops)
+        for partition, rows in partition_pieces(table, spec):
+            kinds = None
+            if ops is not None:
+                kinds = _no_upsert_only(rows.column(OP_COLUMN).combine_chunks())
+                rows = rows.drop_columns([OP_COLUMN])
+            self._write_changes(rows, kinds, partition)
+
+    def _write_changes(self, table: pa.Table, ops: pa.Array | None, partition: dict[str, Any] | None) -> None:
+        """Write pre-merged changes as one change chunk in the sticky segment, pending commit."""
+        assert isinstance(self.serializer, Serializer)
         segment = self._sticky
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
         stats = write_change_chunk(self.location, path, table, ops, self.serializer.encoding_id)
-        self._written.append(stats.columnar(path, segment=segment))
+        self._written.append(stats.columnar(path, segment=segment, partition=partition))
 
     # -- committing ------------------------------------------------------------------------------
 

@@ -1,5 +1,10 @@
 """Batch and streaming readers: the catalog says which chunks to read, the executors read them.
 
+A batch read asks the catalog to plan it (``planChunks``) with the pushed filters, so that the
+server skips the chunks whose partition (and, for an append table, statistics) rule the filters
+out before any file is opened; the reads the plan does not cover (micro-batches of a stream, change
+feeds) prune on the driver with the same rules (``catalog_api.partitioning.pruning``).
+
 Tables that change (docs/changelog-tables.md): a batch read of a primary-key table is its merged
 state (read tasks by key range, :class:`reading.MergePartition`; a table that is one compaction's
 output is read straight through), an append table's read applies its position deletes. With the
@@ -27,6 +32,7 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from catalog_api.model import Chunk
+from catalog_api.partitioning.spec import PartitionSpec, SpecId
 from catalog_api.streams.merge import TableLayout, needs_merge
 
 from .options import OptionError, SourceOptions
@@ -52,12 +58,16 @@ def _catalog(options: SourceOptions) -> Any:
 
 
 class TableInfo:
-    """What the driver learns of the table once per scan: its layout and its whole schema."""
+    """What the driver learns of the table once per scan: its layout, its whole schema (also as JSON, with
+    field ids) and its partition specs by id (every spec any live chunk may have been written under)."""
 
     def __init__(self, options: SourceOptions) -> None:
         table = _catalog(options).get_table(options.scope, options.stream)
         self.layout = TableLayout.from_properties(table.get("properties") or {})
-        self.schema = StructType.fromJson(table["schema"])
+        self.schema_json: dict[str, Any] = table["schema"]
+        self.schema = StructType.fromJson(self.schema_json)
+        self.specs: dict[SpecId, PartitionSpec] = {
+            int(s["specId"]): PartitionSpec.from_json(s) for s in table.get("partitionSpecs") or ()}
 
 
 def _flag(raw: str | None, default: bool) -> bool:
@@ -157,8 +167,8 @@ def plan_feed(options: SourceOptions, info: TableInfo, after: int, to: int | Non
 class BatchReader(DataSourceReader):
     """A batch read of the table at a stream cut: the latest, ``VERSION AS OF n`` or ``TIMESTAMP AS OF t``.
 
-    ``partitions()`` runs on the driver: it asks the catalog for the snapshot once, skips the
-    chunks the pushed filters rule out and groups the rest into read tasks.
+    ``partitions()`` runs on the driver: it asks the catalog once for the chunks of the snapshot that
+    the pushed filters do not rule out (``planChunks``) and groups them into read tasks.
     """
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
@@ -171,11 +181,13 @@ class BatchReader(DataSourceReader):
         info = TableInfo(options)
         if CHANGES_FROM in options.changes:
             return plan_feed(options, info, *feed_range(options))
-        _cut, chunks = _catalog(options).snapshot(options.scope, options.stream, cut=options.cut,
-                                                  as_of_time=options.as_of_time)
+        chunks = _catalog(options).plan_chunks(options.scope, options.stream, cut=options.cut,
+                                               as_of_time=options.as_of_time, filters=options.filters).chunks
         layout = info.layout
         if not layout.is_keyed:
-            return plan_partitions(prune(chunks, options.filters), options.rows_per_partition)
+            return plan_partitions(chunks, options.rows_per_partition)
+        # The plan prunes a table read by merging keys by partition only; statistics of the key columns
+        # may still rule chunks out (every change of a key outside a chunk's key range is elsewhere).
         chunks = prune(chunks, options.filters, layout.key)
         if not needs_merge(chunks, layout):
             return plan_partitions(chunks, options.rows_per_partition)
@@ -293,8 +305,10 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         _cut, chunks = _catalog(options).snapshot(options.scope, options.stream, cut=last, after=first)
         keyed = self.info.layout.is_keyed
         chunks = [c for c in chunks if not (c.sequence and c.sequence < c.commit)]  # compactions change no row
-        return plan_partitions(prune(chunks, options.filters, self.info.layout.key), options.rows_per_partition,
-                               upserts_only=keyed, with_deletes=False)
+        info = self.info
+        # A micro-batch's chunks are the commits after ``first``, which the catalog's plan does not cover.
+        chunks = prune(chunks, options.filters, info.layout.key, info.specs, info.schema_json)
+        return plan_partitions(chunks, options.rows_per_partition, upserts_only=keyed, with_deletes=False)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The rows of one task (Spark asks for one task even when there are no chunks: no rows)."""

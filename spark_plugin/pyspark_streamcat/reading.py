@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import math
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,6 +44,8 @@ from pyspark.sql.types import (
 )
 
 from catalog_api.model import Chunk
+from catalog_api.partitioning.pruning import chunk_may_match, may_match
+from catalog_api.partitioning.spec import PartitionSpec, SpecId
 from catalog_api.schema.defaults import EXISTS_DEFAULT, exists_defaults
 from catalog_api.schema.fieldids import has_field_ids
 from catalog_api.schema.resolution import (
@@ -61,7 +63,6 @@ from registry.credentials import Credentials
 
 from .arrow import conform_batch, empty_columns, records_to_batches, spark_arrow_schema
 from .options import SourceOptions
-from .pruning import may_match
 
 #: Rows per Arrow batch read from a columnar chunk.
 PARQUET_BATCH_ROWS = 131_072
@@ -179,16 +180,25 @@ def _filter_columns(condition: dict[str, Any]) -> set[str]:
     return {str(condition.get("column", "")).lower()}
 
 
-def prune(chunks: Sequence[Chunk], filters: Sequence[dict[str, Any]], key: Sequence[str] = ()) -> list[Chunk]:
-    """The chunks whose statistics do not rule the filters out.
+def prune(chunks: Sequence[Chunk], filters: Sequence[dict[str, Any]], key: Sequence[str] = (),
+          specs: Mapping[SpecId, PartitionSpec] | None = None,
+          schema: dict[str, Any] | None = None) -> list[Chunk]:
+    """The chunks whose statistics, and (given the table's ``specs`` by id and current ``schema``) whose
+    partitions, do not rule the filters out: for the reads the catalog's plan does not prune (streams).
 
-    A primary-key table's chunk may be skipped only by filters on key columns: a chunk whose other
-    columns fail a filter may still hold the change that replaces (or deletes) a row that passes.
+    A primary-key table's chunk may be skipped by its statistics only through filters on key columns: a
+    chunk whose other columns fail a filter may still hold the change that replaces (or deletes) a row
+    that passes. Its partition may rule out any filter (its spec's sources are key columns, so all of a
+    key's changes are in one partition).
     """
+    by_stats = list(filters)
     if key:
         names = {k.lower() for k in key}
-        filters = [f for f in filters if _filter_columns(f) <= names]
-    return [c for c in chunks if may_match(filters, c.stats, c.event_count)]
+        by_stats = [f for f in filters if _filter_columns(f) <= names]
+    kept = [c for c in chunks if may_match(by_stats, c.stats, c.event_count)]
+    if not specs or schema is None or not filters:
+        return kept
+    return [c for c in kept if chunk_may_match(filters, c, specs, schema, by_stats=False)]
 
 
 def plan_partitions(chunks: Sequence[Chunk], rows_per_partition: int, *, upserts_only: bool = False,

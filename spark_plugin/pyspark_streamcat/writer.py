@@ -19,14 +19,22 @@ recording the cut the statement read, after the conflict check of
 ``catalog_api.streams.conflicts``. A write with ``streamcat.compact.base`` = m
 (:class:`CompactionWriter`) holds the merged rows of the table at cut m and commits them as a
 ``compaction``.
+
+Partitioned tables (whose current partition spec has fields): every columnar
+chunk holds the rows of one partition and records it (``Chunk.partition`` = ``{"specId", "values"}``).
+The spec is read from the catalog once, on the driver, when the writer is made, and travels to the
+tasks with the writer; each task splits its batches with
+``catalog_api.partitioning.transforms.split_by_partition`` and keeps one open chunk per partition it
+sees (:class:`_Fanout`). Position-deletes chunks name rows of other chunks, not partitions, and stay
+unpartitioned.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -37,8 +45,17 @@ from catalog_api.model import Chunk
 from .arrow import conform_batch, spark_arrow_schema
 from .options import OptionError, SourceOptions
 
+if TYPE_CHECKING:
+    from catalog_api.partitioning.spec import PartitionSpec
+
 #: Where chunk files go under the stream's location.
 DATA_DIR = "data"
+#: How many chunks' worth of rows (``rowsPerChunk`` each) a task's open chunks may hold in memory together
+#: before the largest is written early: bounds a task's memory however many partitions it sees.
+FANOUT_PENDING_CHUNKS = 2
+
+#: Writes one chunk file of the batches, all of one partition (``{"specId", "values"}``; None: unpartitioned).
+Flush = Callable[[list[pa.RecordBatch], dict[str, Any] | None], Chunk]
 
 
 @dataclass
@@ -98,41 +115,134 @@ class _FilesAtStake:
             _delete(options, chunks)
 
 
-class ChunkSink:
-    """Writes one task's batches into columnar chunk files under the table's current schema."""
+def current_spec(table: Mapping[str, Any]) -> PartitionSpec | None:
+    """The current partition spec in a table's catalog JSON (``partitionSpec``), or None when it has no
+    fields (spec 0, or a server that predates partitioning): then chunks carry no partition."""
+    raw = table.get("partitionSpec")
+    if not isinstance(raw, Mapping) or not raw.get("fields"):
+        return None
+    from catalog_api.partitioning.spec import PartitionSpec
 
-    def __init__(self, options: SourceOptions, schema: StructType, encoding_id: int) -> None:
+    return PartitionSpec.from_json(dict(raw))
+
+
+def _spec_of(options: SourceOptions) -> PartitionSpec | None:
+    """The table's current partition spec, asked of the catalog (on the driver: writers are made there)."""
+    return current_spec(_catalog(options).get_table(options.scope, options.stream))
+
+
+class _Rolling:
+    """The open chunk of one partition: batches gathered into chunk files of at most ``limit`` rows, each
+    written by ``flush`` and appended to ``chunks`` (shared by a task's open chunks, so it lists them in
+    the order they were written)."""
+
+    def __init__(self, limit: int, flush: Flush, chunks: list[Chunk], partition: dict[str, Any] | None) -> None:
+        self.limit = limit
+        self.flush = flush
+        self.chunks = chunks
+        self.partition = partition
+        self.pending: list[pa.RecordBatch] = []
+        self.rows = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Gather ``batch``, writing a chunk each time ``limit`` rows are gathered."""
+        start = 0
+        while start < batch.num_rows:
+            piece = batch.slice(start, self.limit - self.rows)
+            self.pending.append(piece)
+            self.rows += piece.num_rows
+            start += piece.num_rows
+            if self.rows >= self.limit:
+                self.finish()
+
+    def finish(self) -> None:
+        """Write what is gathered (if anything) as a chunk."""
+        if self.pending:
+            self.chunks.append(self.flush(self.pending, self.partition))
+            self.pending, self.rows = [], 0
+
+
+class _Fanout:
+    """A task's open chunks: one per partition it has seen under ``spec`` (one in all when ``spec`` is None).
+
+    Rows wait in memory until their chunk has ``limit`` rows or the task ends. When the open chunks
+    together hold more than ``FANOUT_PENDING_CHUNKS`` x ``limit`` rows (many partitions, each filling
+    slowly), the largest is written early: a task's memory stays bounded whatever the number of
+    partitions, at the price of smaller chunks.
+    """
+
+    def __init__(self, spec: PartitionSpec | None, limit: int, flush: Flush) -> None:
+        self.spec = spec
+        self.limit = limit
+        self.flush = flush
+        self.chunks: list[Chunk] = []
+        self.open: dict[tuple[Any, ...], _Rolling] = {}
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        """Route the rows of ``batch`` (in the table's schema) to the open chunks of their partitions."""
+        if not batch.num_rows:
+            return
+        if self.spec is None:
+            self._chunk((), None).add(batch)
+            return
+        from catalog_api.partitioning.transforms import split_by_partition
+
+        for values, rows in split_by_partition(pa.Table.from_batches([batch]), self.spec):
+            chunk = self._chunk(tuple(values), {"specId": self.spec.spec_id, "values": list(values)})
+            for piece in rows.to_batches():
+                chunk.add(piece)
+        self._bound_memory()
+
+    def finish(self) -> None:
+        """Write every open chunk."""
+        for chunk in self.open.values():
+            chunk.finish()
+
+    def _chunk(self, key: tuple[Any, ...], partition: dict[str, Any] | None) -> _Rolling:
+        found = self.open.get(key)
+        if found is None:
+            found = self.open[key] = _Rolling(self.limit, self.flush, self.chunks, partition)
+        return found
+
+    def _bound_memory(self) -> None:
+        pending = sum(c.rows for c in self.open.values())
+        while pending > FANOUT_PENDING_CHUNKS * self.limit:
+            largest = max(self.open.values(), key=lambda c: c.rows)
+            pending -= largest.rows
+            largest.finish()
+
+
+def _partitioned(chunk: Chunk, partition: dict[str, Any] | None) -> Chunk:
+    """``chunk`` recording the partition all its rows belong to (as it is, for an unpartitioned table)."""
+    return chunk if partition is None else replace(chunk, partition=partition)
+
+
+class ChunkSink:
+    """Writes one task's batches into columnar chunk files under the table's current schema, one
+    partition per chunk when ``spec`` (the table's current partition spec) is given."""
+
+    def __init__(self, options: SourceOptions, schema: StructType, encoding_id: int,
+                 spec: PartitionSpec | None = None) -> None:
         self.options = options
         self.schema = schema
         self.encoding_id = encoding_id
+        self.spec = spec
 
     def write(self, batches: Iterator[pa.RecordBatch]) -> ChunksWritten:
         """Write every batch; returns the chunks written."""
         target = spark_arrow_schema(self.schema)
-        written = ChunksWritten()
-        pending: list[pa.RecordBatch] = []
-        rows = 0
-        limit = self.options.rows_per_chunk
+        chunks = _Fanout(self.spec, self.options.rows_per_chunk,
+                         lambda pending, partition: self._flush(pending, target, partition))
         try:
             for batch in batches:
-                batch = conform_batch(batch, target)
-                start = 0
-                while start < batch.num_rows:
-                    piece = batch.slice(start, limit - rows)
-                    pending.append(piece)
-                    rows += piece.num_rows
-                    start += piece.num_rows
-                    if rows >= limit:
-                        written.chunks.append(self._flush(pending, target))
-                        pending, rows = [], 0
-            if pending:
-                written.chunks.append(self._flush(pending, target))
+                chunks.add(conform_batch(batch, target))
+            chunks.finish()
         except BaseException:
-            _delete(self.options, written.chunks)  # this task's files would never be committed
+            _delete(self.options, chunks.chunks)  # this task's files would never be committed
             raise
-        return written
+        return ChunksWritten(chunks.chunks)
 
-    def _flush(self, batches: list[pa.RecordBatch], target: pa.Schema) -> Chunk:
+    def _flush(self, batches: list[pa.RecordBatch], target: pa.Schema, partition: dict[str, Any] | None) -> Chunk:
         from catalog_api.streams.chunks import write_columnar_chunk
 
         path = f"{DATA_DIR}/{uuid.uuid4().hex}.parquet"
@@ -141,7 +251,7 @@ class ChunkSink:
         # columns get their Parquet field ids, as Spark's own writer gives them on the native path.
         stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id,
                                      self.schema.jsonValue())
-        return stats.columnar(path)
+        return _partitioned(stats.columnar(path), partition)
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -153,7 +263,8 @@ class BatchWriter(DataSourceArrowWriter):
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
         self.options = options
         self.overwrite = overwrite
-        self.sink = ChunkSink(options, schema, _encoding_id(options))
+        # The spec is read here, on the driver, and pickled to the tasks with the sink.
+        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options))
         # A retried commit request (a lost answer) must not commit twice: the write is its own writer.
         self.writer_id = f"spark-write-{uuid.uuid4()}"
 
@@ -184,7 +295,9 @@ class StreamWriter(DataSourceStreamArrowWriter):
             raise ValueError("a streaming write needs the query id (streamcat.queryid), which the catalog passes")
         self.options = options
         self.overwrite = overwrite
-        self.sink = ChunkSink(options, schema, _encoding_id(options))
+        # Read once for the query: a spec changed while it runs applies from its next start (the chunks it
+        # writes meanwhile carry the older spec, which stays valid).
+        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options))
         self.writer_id = f"spark-stream-{options.query_id}"
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ChunksWritten:
@@ -269,40 +382,21 @@ def _nullable(schema: StructType) -> StructType:
     return StructType([StructField(f.name, f.dataType, True, f.metadata) for f in schema.fields])
 
 
-class _Rolling:
-    """Batches gathered into chunk files of at most ``limit`` rows, each written by ``flush``."""
-
-    def __init__(self, limit: int, flush: Any) -> None:
-        self.limit = limit
-        self.flush = flush
-        self.pending: list[pa.RecordBatch] = []
-        self.rows = 0
-        self.chunks: list[Chunk] = []
-
-    def add(self, batch: pa.RecordBatch) -> None:
-        start = 0
-        while start < batch.num_rows:
-            piece = batch.slice(start, self.limit - self.rows)
-            self.pending.append(piece)
-            self.rows += piece.num_rows
-            start += piece.num_rows
-            if self.rows >= self.limit:
-                self.finish()
-
-    def finish(self) -> None:
-        if self.pending:
-            self.chunks.append(self.flush(self.pending))
-            self.pending, self.rows = [], 0
-
-
 class RowLevelSink:
-    """Writes one task's change rows: new rows, and deletes by position (append tables) or by key."""
+    """Writes one task's change rows: new rows, and deletes by position (append tables) or by key.
+
+    Under a partition spec (``spec``) new rows and key deletes go to chunks of their partition: a
+    primary-key table's spec uses only key columns, so a key delete (its key set, the rest null) falls
+    in the partition of the key it deletes, where the rows it replaces live.
+    """
 
     def __init__(self, options: SourceOptions, schema: StructType, encoding_id: int, *,
-                 table_schema: StructType | None = None, partial_update: bool = False) -> None:
+                 table_schema: StructType | None = None, partial_update: bool = False,
+                 spec: PartitionSpec | None = None) -> None:
         self.options = options
         self.split = ChangeSchema.of(schema)
         self.encoding_id = encoding_id
+        self.spec = spec
         # Chunks hold every column of the table: a DELETE's change rows carry no data columns at all,
         # and a key delete holds its key and nulls.
         self.target = spark_arrow_schema(_nullable(table_schema if table_schema is not None else self.split.data))
@@ -314,8 +408,8 @@ class RowLevelSink:
         """Write every batch; returns the chunks written."""
         import pyarrow.compute as pc
 
-        rows = _Rolling(self.options.rows_per_chunk, self._rows_chunk)
-        keys = _Rolling(self.options.rows_per_chunk, self._key_deletes_chunk)
+        rows = _Fanout(self.spec, self.options.rows_per_chunk, self._rows_chunk)
+        keys = _Fanout(self.spec, self.options.rows_per_chunk, self._key_deletes_chunk)
         paths: list[pa.Array] = []
         positions: list[pa.Array] = []
         deletes: list[Chunk] = []
@@ -372,15 +466,15 @@ class RowLevelSink:
     def _path(self, suffix: str = "") -> str:
         return f"{DATA_DIR}/{uuid.uuid4().hex}{suffix}.parquet"
 
-    def _rows_chunk(self, batches: list[pa.RecordBatch]) -> Chunk:
+    def _rows_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any] | None) -> Chunk:
         from catalog_api.streams.changes import write_change_chunk
 
         path = self._path()
         stats = write_change_chunk(self.options.table_location, path, pa.Table.from_batches(batches, self.target),
                                    None, self.encoding_id)
-        return stats.columnar(path)
+        return _partitioned(stats.columnar(path), partition)
 
-    def _key_deletes_chunk(self, batches: list[pa.RecordBatch]) -> Chunk:
+    def _key_deletes_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any] | None) -> Chunk:
         from catalog_api.streams.changes import DELETE as DELETE_ROW
         from catalog_api.streams.changes import write_change_chunk
 
@@ -388,7 +482,7 @@ class RowLevelSink:
         table = pa.Table.from_batches(batches, self.target)
         ops = pa.array([DELETE_ROW] * table.num_rows, pa.int8())
         stats = write_change_chunk(self.options.table_location, path, table, ops, self.encoding_id)
-        return stats.columnar(path)
+        return _partitioned(stats.columnar(path), partition)
 
     def _position_deletes(self, paths: pa.Array, positions: pa.Array) -> Chunk:
         from catalog_api.streams.changes import write_position_deletes
@@ -424,7 +518,7 @@ class RowLevelWriter(_FilesAtStake, DataSourceArrowWriter):
         described = _catalog(options).get_table(options.scope, options.stream)
         partial_update = TableLayout.from_properties(described.get("properties") or {}).partial_update
         self.sink = RowLevelSink(options, schema, _encoding_id(options), table_schema=StructType.fromJson(
-            described["schema"]), partial_update=partial_update)
+            described["schema"]), partial_update=partial_update, spec=current_spec(described))
         # A lost answer is told from a refused commit by this id: the statement is its own writer.
         self.writer_id = f"spark-rowlevel-{uuid.uuid4()}"
 
@@ -463,7 +557,10 @@ class RowLevelWriter(_FilesAtStake, DataSourceArrowWriter):
 
 class CompactionWriter(_FilesAtStake, BatchWriter):
     """A compaction run by Spark (``streamcat.compact.base`` = m): the rows written are the merged
-    table at cut m, sorted by key; they replace every chunk visible at m in one ``compaction`` commit."""
+    table at cut m, sorted by key; they replace every chunk visible at m in one ``compaction`` commit.
+
+    Its chunks are split by the table's current partition spec like any write's (the sink's), so a
+    compaction also rewrites chunks of older specs (or none) into the current one."""
 
     def __init__(self, options: SourceOptions, schema: StructType) -> None:
         super().__init__(options, schema, overwrite=False)
@@ -473,8 +570,6 @@ class CompactionWriter(_FilesAtStake, BatchWriter):
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         """Commit the new chunks (sequence = the base cut) removing every chunk visible at the base cut."""
-        from dataclasses import replace
-
         from catalog_api.streams.conflicts import COMPACTION, Intent, Table, commit_checked
 
         options = self.options

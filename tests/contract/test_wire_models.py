@@ -13,7 +13,7 @@ from flask import Flask
 
 from catalog_api import model as catalog
 from catalog_api.api import models as catalog_wire
-from catalog_api.changes import COLUMN_OPS, TABLE_OPS
+from catalog_api.changes import CHANGE_OPS
 from registry import model as registry
 from registry.api import models as wire
 from registry.formats.base import Incompatibility
@@ -159,8 +159,11 @@ def test_catalog_shapes() -> None:
         "properties",
         "primaryKey",
         "stream",
+        "partitionSpec",
+        "partitionSpecs",
     ]
     assert answer["schema"] == {"type": "struct", "fields": []}
+    assert answer["partitionSpec"] == {"specId": 0, "fields": [], "text": ""}
 
 
 def test_domain_objects_survive_the_wire() -> None:
@@ -173,6 +176,8 @@ def test_domain_objects_survive_the_wire() -> None:
         (registry.CodecType(CodecName("gzip"), {"level": "9"}), wire.CodecType),
         (registry.GroupProperties(CUSTOM, registry.Compatibility.of("DenyAll"), True, {"a": ""}), wire.GroupProperties),
         (catalog.Chunk("p", "columnar", 1, 2, 3, (4,), -5, 6, {"min": {"a": None}}, 7), catalog_wire.ChunkInfo),
+        (catalog.Chunk("p", "columnar", partition={"specId": 1, "values": [None, True, -3, "eu"]}),
+         catalog_wire.ChunkInfo),
     ):
         sent = _json(model.of(domain))  # type: ignore[attr-defined]
         assert model.model_validate(sent, by_name=False).to_domain() == domain
@@ -184,7 +189,7 @@ def test_domain_objects_survive_the_wire() -> None:
 def test_the_table_changes_are_exactly_the_ops_the_catalog_applies() -> None:
     changes = get_args(get_args(catalog_wire.TableChange)[0])
     ops = [get_args(change.model_fields["op"].annotation)[0] for change in changes]
-    assert sorted(ops) == sorted([*COLUMN_OPS, *TABLE_OPS])
+    assert sorted(ops) == sorted(CHANGE_OPS)
 
 
 # -- bad requests: 400, naming the field ----------------------------------------------------------------

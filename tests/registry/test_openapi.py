@@ -13,7 +13,7 @@ import requests
 from flask import Flask
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from catalog_api.changes import COLUMN_OPS, TABLE_OPS
+from catalog_api.changes import CHANGE_OPS
 from catalog_api.server.app import create_app
 from catalog_api.server.config import Settings
 from registry.api.wire import NAME_PATTERN
@@ -195,5 +195,5 @@ def test_request_constraints_are_published_as_enforced(document: dict[str, Any])
     assert policy["enum"] == list(POLICIES)
     changes = schemas["AlterTableRequest"]["properties"]["changes"]["items"]
     assert changes["discriminator"]["propertyName"] == "op"
-    assert set(changes["discriminator"]["mapping"]) == {*COLUMN_OPS, *TABLE_OPS}
+    assert set(changes["discriminator"]["mapping"]) == set(CHANGE_OPS)
     assert set(schemas["SetProperty"]["required"]) == {"op", "key", "value"}

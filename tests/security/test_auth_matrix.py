@@ -178,6 +178,10 @@ def _columns(admin: Api) -> list[str]:
     return [f["name"] for f in admin.ok("GET", "/v1/scopes/shop/tables/orders")["schema"]["fields"]]
 
 
+def _partitioning(admin: Api) -> str:
+    return str(admin.ok("GET", "/v1/scopes/shop/tables/orders")["partitionSpec"]["text"])
+
+
 def _chunks(admin: Api) -> list[str]:
     return [c["path"] for c in admin.ok("GET", "/v1/scopes/shop/streams/feed/chunks")["chunks"]]
 
@@ -210,6 +214,9 @@ CASES = [
     Case("catalog: get table", 1, "shop", "GET", "/v1/scopes/shop/tables/orders", 200),
     Case("catalog: list commits", 1, "shop", "GET", "/v1/scopes/shop/streams/feed/commits", 200),
     Case("catalog: get table elsewhere", 1, "other", "GET", "/v1/scopes/other/tables/t2", 200),
+    Case("catalog: plan chunks (a read)", 1, "shop", "POST", "/v1/scopes/shop/streams/feed/chunks/plan", 200,
+         body=lambda s: {"filters": [{"op": "eq", "column": "id", "value": 1}]}),
+    Case("catalog: list partitions", 1, "other", "GET", "/v1/scopes/other/tables/t2/partitions", 200),
     # catalog writes
     Case("catalog: create stream", 2, "shop", "POST", "/v1/scopes/shop/streams", 201,
          body=lambda s: {"streamName": f"s{s}"},
@@ -220,6 +227,10 @@ CASES = [
     Case("catalog: alter table", 2, "shop", "PATCH", "/v1/scopes/shop/tables/orders", 200,
          body=lambda s: {"changes": [{"op": "addColumn", "path": [f"c{s}"], "type": "string"}]},
          untouched=lambda a, s: f"c{s}" not in _columns(a)),
+    Case("catalog: set partitioning", 2, "shop", "PATCH", "/v1/scopes/shop/tables/orders", 200,
+         body=lambda s: {"changes": [{"op": "addColumn", "path": [f"p{s}"], "type": "string"},
+                                     {"op": "setPartitioning", "partitioning": f"p{s}"}]},
+         untouched=lambda a, s: f"p{s}" not in _columns(a) and f"p{s}" not in _partitioning(a)),
     Case("catalog: create stream elsewhere", 2, "other", "POST", "/v1/scopes/other/streams", 201,
          body=lambda s: {"streamName": f"s{s}"},
          untouched=lambda a, s: _status(a, f"/v1/scopes/other/streams/s{s}") == 404),

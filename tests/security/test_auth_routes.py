@@ -61,6 +61,7 @@ NEEDS = {
     "listCommits": "read on stream",
     "commit": "write on stream",
     "listChunks": "read on stream",
+    "planChunks": "read on stream",
     "listChanges": "read on stream",
     "listReaders": "read on stream",
     "getReader": "read on stream",
@@ -72,6 +73,7 @@ NEEDS = {
     "getTable": "read on table",
     "alterTable": "write on table",
     "dropTable": "admin on table",
+    "listPartitions": "read on table",
     # views hold no data: writers of the scope create, replace, rename and drop them
     "listViews": "read on scope (listing)",
     "getView": "read on scope",

@@ -109,8 +109,9 @@ def test_create_table_errors_are_spark_errors(spark: Any, scope: str) -> None:
         spark.sql(f"CREATE TABLE streamcat.{scope}missing.t (id INT)")
     with pytest.raises(Exception, match=r"USING avro .* not parquet"):
         spark.sql(f"CREATE TABLE streamcat.{scope}.p (id INT) USING parquet")
-    with pytest.raises(Exception, match="not partitioned"):
-        spark.sql(f"CREATE TABLE streamcat.{scope}.p (id INT, d DATE) PARTITIONED BY (d)")
+    with pytest.raises(Exception, match=r"hours.*\bd\b.*date|\bd\b.*date.*hour"):
+        spark.sql(f"CREATE TABLE streamcat.{scope}.p (id INT, d DATE) PARTITIONED BY (hours(d))")
+    assert rows(spark, f"SHOW TABLES IN streamcat.{scope} LIKE 'p'") == []
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):
         spark.sql(f"SELECT * FROM streamcat.{scope}.missing")
     with pytest.raises(Exception, match="TABLE_OR_VIEW_NOT_FOUND"):

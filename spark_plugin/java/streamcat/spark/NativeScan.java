@@ -1,6 +1,8 @@
 package streamcat.spark;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.sql.connector.metric.CustomMetric;
@@ -48,9 +50,11 @@ import java.util.function.Supplier;
  *       metadata column ({@code _chunk}, {@code _pos});</li>
  *   <li>the table's location is on the local filesystem (a path or a {@code file:} URI: other
  *       stores may need the credentials only the Python side has);</li>
- *   <li>the snapshot at the scan's cut (latest, {@code streamcat.cut}/{@code versionAsOf},
- *       {@code streamcat.asoftime}) has at least one chunk, every chunk is {@code columnar}, and
- *       the snapshot needs no merge ({@link #needsNoMerge});</li>
+ *   <li>the chunks the catalog plans for the scan ({@code POST .../chunks/plan} with the snapshot at the
+ *       scan's cut, latest, {@code streamcat.cut}/{@code versionAsOf} or {@code streamcat.asoftime}, and
+ *       the pushed filters as filter JSON: the live chunks whose partition, and in an append table
+ *       statistics, may hold a passing row) are all {@code columnar} and need no merge
+ *       ({@link #needsNoMerge}); no planned chunk at all is a Parquet scan of no file (no row);</li>
  *   <li>Spark's reader, which matches columns by name, reads every file's columns as the Python
  *       reader does, which matches them by field id ({@link #readsAsTable}): each table column the
  *       file holds (the column with the table column's {@code parquet.field.id}) has the table
@@ -89,10 +93,12 @@ final class NativeScan {
      * @param tableSchema the table's schema (the rows the scan reads, before pruning)
      * @param required the pruned schema the scan must answer with
      * @param filters every filter Spark offered (the Parquet reader keeps those it can use)
+     * @param filterJson the pushed filters as filter JSON ({@link FilterJson}: what the Python source gets as
+     *     {@code streamcat.filters}), with which the catalog plans the chunks to read
      * @param python the Python scan of the same read (made only if a stream asks for it)
      */
     static Optional<Scan> plan(TableState state, StructType tableSchema, Map<String, String> options,
-                               StructType required, Filter[] filters, Supplier<Scan> python) {
+                               StructType required, Filter[] filters, ArrayNode filterJson, Supplier<Scan> python) {
         if ("false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim())) {
             return Optional.empty();
         }
@@ -113,17 +119,27 @@ final class NativeScan {
         if (location == null) {
             return Optional.empty();
         }
-        Optional<String> query = snapshotQuery(options);
-        if (query.isEmpty()) {
+        Optional<ObjectNode> selectors = snapshotSelectors(options);
+        if (selectors.isEmpty()) {
             return Optional.empty();
         }
         JsonNode chunks;
         try {
-            chunks = state.client().get(state.streamPath() + "/chunks" + query.get()).path("chunks");
+            // The catalog plans the scan before any footer is opened: only the chunks whose partition (and, in
+            // an append table, statistics) may hold a row passing the pushed filters.
+            chunks = plan(state, selectors.get(), filterJson);
         } catch (RuntimeException e) {
             return Optional.empty(); // the Python source asks again and reports the error as it always has
         }
-        if (!chunks.isArray() || chunks.isEmpty() || !needsNoMerge(chunks, !state.primaryKey().isEmpty())) {
+        if (!chunks.isArray()) {
+            return Optional.empty();
+        }
+        if (chunks.isEmpty()) {
+            // No chunk may hold a passing row (or the snapshot has none): Spark's Parquet scan of no file.
+            return Optional.of(new Native(PythonSourceBridge.parquetScan(List.of(), tableSchema, required, filters,
+                    Map.of(ID_READS, "false", IGNORE_MISSING_IDS, "true")), python));
+        }
+        if (!needsNoMerge(chunks, !state.primaryKey().isEmpty())) {
             return Optional.empty();
         }
         boolean tableIds = hasFieldIds(tableSchema);
@@ -300,25 +316,43 @@ final class NativeScan {
         return !keyed || commits.size() == 1;
     }
 
-    /** The query of the snapshot request for the scan's cut, or empty when an option does not parse. */
-    private static Optional<String> snapshotQuery(Map<String, String> options) {
+    /**
+     * The planned chunks; when the catalog refuses the filters (a value or a list beyond what it takes), the
+     * snapshot's chunks without pruning by filters (Spark still applies every filter to the rows read).
+     */
+    private static JsonNode plan(TableState state, ObjectNode selectors, ArrayNode filterJson) {
+        try {
+            return state.planChunks(selectors, filterJson).path("chunks");
+        } catch (CatalogApiException e) {
+            if ((e.status == 400 || e.status == 422) && !filterJson.isEmpty()) {
+                return state.planChunks(selectors, CatalogRestClient.array()).path("chunks");
+            }
+            throw e;
+        }
+    }
+
+    /**
+     * The snapshot selectors of the plan request for the scan's cut ({@code cut}, {@code asOfTime} in epoch
+     * milliseconds; none: the latest), or empty when an option does not parse.
+     */
+    static Optional<ObjectNode> snapshotSelectors(Map<String, String> options) {
         String cut = options.get("streamcat.cut");
         if (cut == null) {
             cut = options.get("versionasof");
         }
         String asOfTime = options.get("streamcat.asoftime");
-        List<String> params = new ArrayList<>();
+        ObjectNode selectors = CatalogRestClient.object();
         try {
             if (cut != null) {
-                params.add("streamCut=" + Long.parseLong(cut.trim()));
+                selectors.put("cut", Long.parseLong(cut.trim()));
             }
             if (asOfTime != null) {
-                params.add("asOfTime=" + Long.parseLong(asOfTime.trim()));
+                selectors.put("asOfTime", Long.parseLong(asOfTime.trim()));
             }
         } catch (NumberFormatException e) {
             return Optional.empty(); // the Python source reports it
         }
-        return Optional.of(params.isEmpty() ? "" : "?" + String.join("&", params));
+        return Optional.of(selectors);
     }
 
     /** The location as a local path or {@code file:} URI without a trailing slash, or null if it is not local. */

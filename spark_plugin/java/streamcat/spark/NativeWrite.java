@@ -89,6 +89,8 @@ import java.util.function.Supplier;
  *       (those never come here) and not a streaming write ({@link Routed#toStreaming} hands it to
  *       the Python source);</li>
  *   <li>the table's location is on the local filesystem (a path or a {@code file:} URI);</li>
+ *   <li>the table is not partitioned (its current partition spec has no fields): the Python writer splits
+ *       a partitioned table's rows by partition and records each chunk's partition;</li>
  *   <li>every column is of a type whose Parquet form is the Python writer's: booleans, integers,
  *       floats, decimals, strings, binary, dates, timestamps (with or without time zone), and
  *       arrays, maps and structs of them;</li>
@@ -249,7 +251,8 @@ final class NativeWrite {
 
         @Override
         public Write build() {
-            if (!eligible(schema, options)) {
+            // A partitioned table's rows are split by partition, one chunk per partition: the Python writer's job.
+            if (state.partitioned() || !eligible(schema, options)) {
                 return pythonWrite();
             }
             return new Routed(new ChunkBatchWrite(schema, options, info.queryId(), state, overwrite),

@@ -381,7 +381,8 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         List<String> key = primaryKeyOf(json);
         String constraint = json.path("properties").path(PRIMARY_KEY_NAME).asText(ident.name() + "_pk");
         TableState state = new TableState(key, constraint, stream.path("lastCommit").asLong(0), client,
-                scopePath(ident.namespace()[0]) + "/streams/" + CatalogRestClient.segment(ident.name()));
+                scopePath(ident.namespace()[0]) + "/streams/" + CatalogRestClient.segment(ident.name()),
+                tablePath(ident), json.path("partitionSpec"));
         return new StreamcatTable(qualified, schema, properties, options, state);
     }
 
@@ -461,10 +462,6 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             // Tables and views share one name space per scope (StreamcatViews).
             throw new TableAlreadyExistsException(ident);
         }
-        if (partitions.length > 0) {
-            throw new UnsupportedOperationException("streamcat tables are not partitioned by columns; "
-                    + "spread a table over segments with TBLPROPERTIES ('segments' = 'n')");
-        }
         Map<String, String> props = new LinkedHashMap<>(properties);
         String provider = props.remove(TableCatalog.PROP_PROVIDER);
         String format = provider == null ? "avro" : provider.toLowerCase(Locale.ROOT);
@@ -490,6 +487,10 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         body.put("format", format);
         body.put("comment", comment == null ? "" : comment);
         body.set("properties", CatalogRestClient.stringMap(props));
+        if (partitions.length > 0) {
+            // PARTITIONED BY as Spark describes it (days(ts), bucket(8, id), region): the server parses and checks it.
+            body.put("partitioning", Partitioning.text(partitions));
+        }
         if (segments != null) {
             int count;
             try {

@@ -34,6 +34,8 @@ import java.util.function.Function;
  *   {@code streamcat.compact.base} so that the writer commits a compaction of that cut;</li>
  *   <li>{@code expire_snapshots(table => ... [, older_than => TIMESTAMP] [, retain_last => n])}: makes
  *   older cuts unreadable so that {@code streamcat streams gc} can delete the files only they need;</li>
+ *   <li>{@code set_partitioning(table => ..., partitioning => 'months(ts), bucket(8, id)')}: a new current
+ *   partition spec (docs/partitioning.md; {@code ''}: unpartitioned), old chunks keep theirs;</li>
  *   <li>{@code create_materialized_table}, {@code refresh_materialized_table}, {@code suspend_materialized_table},
  *   {@code resume_materialized_table}, {@code alter_materialized_table}: materialized tables
  *   ({@link StreamcatMaterialized}).</li>
@@ -71,6 +73,16 @@ final class StreamcatProcedures {
                                 .comment("always keep this many newest cuts (default: 1)").build()),
                 new StructType().add("table", DataTypes.StringType).add("retained_from", DataTypes.LongType),
                 this::expireSnapshots));
+        add(new Definition("set_partitioning",
+                "Make a partitioning (PARTITIONED BY's text: 'days(ts), bucket(8, id), region'; empty: "
+                        + "unpartitioned) the table's current partition spec. Rows written from now on are split by "
+                        + "it; chunks written before keep their spec and stay readable.",
+                List.of(ProcedureParameter.in("table", DataTypes.StringType).comment("scope.table").build(),
+                        ProcedureParameter.in("partitioning", DataTypes.StringType)
+                                .comment("the transforms, as in PARTITIONED BY (...), comma-separated").build()),
+                new StructType().add("table", DataTypes.StringType).add("spec_id", DataTypes.LongType)
+                        .add("partitioning", DataTypes.StringType),
+                this::setPartitioning));
         materialized.register((name, description, parameters, result, body) ->
                 add(new Definition(name, description, parameters, result, body)), this::tableArgument);
     }
@@ -184,6 +196,47 @@ final class StreamcatProcedures {
         JsonNode stream = client.call("POST", streamPath(table) + "/expire", body);
         return new InternalRow[] {new GenericInternalRow(new Object[] {
             UTF8String.fromString(table[0] + "." + table[1]), stream.path("retainedFrom").asLong()})};
+    }
+
+    /** ALTER of the table's partition spec: {@code {"op": "setPartitioning", "partitioning": ...}}. */
+    private InternalRow[] setPartitioning(InternalRow args) {
+        String[] table = tableArgument(args);
+        if (args.isNullAt(1)) {
+            throw new IllegalArgumentException("set_partitioning needs partitioning => 'days(ts), bucket(8, id)' "
+                    + "(the transforms of PARTITIONED BY; '' makes the table unpartitioned)");
+        }
+        ObjectNode change = CatalogRestClient.object().put("op", "setPartitioning")
+                .put("partitioning", args.getUTF8String(1).toString().trim());
+        ObjectNode body = CatalogRestClient.object();
+        body.set("changes", CatalogRestClient.array().add(change));
+        JsonNode answer;
+        try {
+            answer = client.call("PATCH", "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
+                    + CatalogRestClient.segment(table[1]), body);
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                throw new IllegalArgumentException("no table " + table[0] + "." + table[1] + ": " + e.getMessage(), e);
+            }
+            if (e.status == 400 || e.status == 409) {
+                throw new IllegalArgumentException("cannot partition " + table[0] + "." + table[1] + " by '"
+                        + change.path("partitioning").asText() + "': " + e.getMessage(), e);
+            }
+            throw e;
+        }
+        invalidate(table);
+        JsonNode spec = answer.path("partitionSpec");
+        return new InternalRow[] {new GenericInternalRow(new Object[] {
+            UTF8String.fromString(table[0] + "." + table[1]), spec.path("specId").asLong(0),
+            UTF8String.fromString(spec.path("text").asText(""))})};
+    }
+
+    /** Spark's cached plans of the table read its old partitioning: forget them. */
+    private void invalidate(String[] table) {
+        try {
+            SparkSession.active().catalog().refreshTable(quoted(catalog, table));
+        } catch (RuntimeException e) {
+            // nothing cached, or the table went: the next statement loads it afresh anyway
+        }
     }
 
     /** A procedure whose parameters are fixed: binding it only checks the arguments' types. */

@@ -82,7 +82,8 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
     @Override
     public Scan build() {
         if (table != null) {
-            Optional<Scan> scan = NativeScan.plan(table, tableSchema, options, required, offered, this::pythonScan);
+            Optional<Scan> scan = NativeScan.plan(table, tableSchema, options, required, offered, filterJson,
+                    this::pythonScan);
             if (scan.isPresent()) {
                 return scan.get();
             }

@@ -1,8 +1,12 @@
 package streamcat.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.connector.catalog.MetadataColumn;
 import org.apache.spark.sql.connector.catalog.SupportsDeleteV2;
 import org.apache.spark.sql.connector.catalog.SupportsMetadataColumns;
+import org.apache.spark.sql.connector.catalog.SupportsPartitionManagement;
 import org.apache.spark.sql.connector.catalog.SupportsRead;
 import org.apache.spark.sql.connector.catalog.SupportsRowLevelOperations;
 import org.apache.spark.sql.connector.catalog.SupportsWrite;
@@ -10,6 +14,7 @@ import org.apache.spark.sql.connector.catalog.TableCapability;
 import org.apache.spark.sql.connector.catalog.constraints.Constraint;
 import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.NamedReference;
+import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
@@ -21,9 +26,11 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -37,12 +44,21 @@ import java.util.Set;
  * ({@link NativeScan}, {@link NativeWrite}). Row-level statements (DELETE, UPDATE, MERGE) are {@link StreamcatRowLevelOperation}s;
  * TRUNCATE TABLE is an overwrite commit with no chunks, and a DELETE that removes whole chunks of an
  * append table by their statistics alone is a commit removing them ({@link MetadataDelete}).
+ *
+ * <p>A partitioned table ({@link Partitioning}) answers its current spec's Transforms (DESCRIBE TABLE's
+ * "# Partitioning", SHOW CREATE TABLE) and lists its partitions for SHOW PARTITIONS from the catalog
+ * ({@code listPartitions}: the partitions of the current spec that live chunks are in). A partition exists
+ * while a chunk holds rows of it: ADD PARTITION is refused; DROP PARTITION (and TRUNCATE TABLE ... PARTITION)
+ * is a commit removing the partition's chunks, when every chunk of the table was written under the current
+ * spec (otherwise DELETE FROM ... WHERE says which rows go).
  */
 final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLevelOperations,
-        SupportsMetadataColumns, SupportsDeleteV2 {
+        SupportsMetadataColumns, SupportsDeleteV2, SupportsPartitionManagement {
     private static final Set<TableCapability> CAPABILITIES = Collections.unmodifiableSet(EnumSet.of(
             TableCapability.BATCH_READ, TableCapability.BATCH_WRITE, TableCapability.MICRO_BATCH_READ,
             TableCapability.STREAMING_WRITE, TableCapability.TRUNCATE));
+    /** The chunk kind that carries deletes of other chunks' rows, not rows of a partition. */
+    private static final String DELETES = "deletes";
     /** Where a row of an append table is: what its row-level statements name rows by. */
     private static final MetadataColumn[] POSITION = {
         new Position(StreamcatRowLevelOperation.CHUNK, DataTypes.StringType, "the chunk file holding the row"),
@@ -54,6 +70,9 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     private final Map<String, String> properties;
     private final Map<String, String> sourceOptions;
     private final TableState state;
+    /** The current spec's Transforms and partition schema (empty when the table is not partitioned). */
+    private final Transform[] partitioning;
+    private final StructType partitionSchema;
     /** The chunks a metadata-only DELETE removes, as {@link #canDeleteWhere} found them. */
     private List<String> removable;
 
@@ -69,6 +88,8 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
         this.properties = Collections.unmodifiableMap(properties);
         this.sourceOptions = Collections.unmodifiableMap(sourceOptions);
         this.state = state;
+        this.partitioning = Partitioning.transforms(state.partitionFields(), schema);
+        this.partitionSchema = Partitioning.schema(state.partitionFields(), schema);
     }
 
     /** The same table read at another point of its history. */
@@ -111,6 +132,11 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     @Override
     public Set<TableCapability> capabilities() {
         return CAPABILITIES;
+    }
+
+    @Override
+    public Transform[] partitioning() {
+        return partitioning.clone();
     }
 
     @Override
@@ -206,6 +232,120 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
         refuseIfMaterialized(Map.of());
         state.truncate();
         return true;
+    }
+
+    // -- partitions (SHOW PARTITIONS, ALTER TABLE ... DROP PARTITION) -----------------------------------
+
+    @Override
+    public StructType partitionSchema() {
+        return partitionSchema;
+    }
+
+    /** One partition: its values as a row of the partition schema, and what its chunks hold. */
+    private record Partition(InternalRow row, JsonNode summary) {
+    }
+
+    /** The partitions of the current spec that live chunks are in. */
+    private List<Partition> partitions() {
+        JsonNode answer = state.partitions();
+        long specId = answer.path("specId").asLong(state.specId());
+        if (specId != state.specId()) {
+            throw new IllegalStateException("the partitioning of " + name + " changed while the statement ran "
+                    + "(partition spec " + state.specId() + ", now " + specId + "): run it again");
+        }
+        List<Partition> out = new ArrayList<>();
+        for (JsonNode partition : answer.path("partitions")) {
+            out.add(new Partition(Partitioning.row(partition.path("values"), partitionSchema), partition));
+        }
+        return out;
+    }
+
+    @Override
+    public InternalRow[] listPartitionIdentifiers(String[] names, InternalRow ident) {
+        if (partitionSchema.fields().length == 0) {
+            return new InternalRow[0];
+        }
+        List<InternalRow> found = new ArrayList<>();
+        for (Partition partition : partitions()) {
+            if (Partitioning.matches(partition.row(), partitionSchema, names, ident)) {
+                found.add(partition.row());
+            }
+        }
+        return found.toArray(new InternalRow[0]);
+    }
+
+    /** What the live chunks of a partition hold: {@code chunkCount}, {@code eventCount}, {@code bytes}. */
+    @Override
+    public Map<String, String> loadPartitionMetadata(InternalRow ident) {
+        Map<String, String> metadata = new LinkedHashMap<>();
+        for (Partition partition : partitions()) {
+            if (Partitioning.matches(partition.row(), partitionSchema, partitionSchema.fieldNames(), ident)) {
+                for (String key : List.of("chunkCount", "eventCount", "bytes")) {
+                    metadata.put(key, partition.summary().path(key).asText());
+                }
+            }
+        }
+        return metadata;
+    }
+
+    @Override
+    public void createPartition(InternalRow ident, Map<String, String> properties) {
+        throw new UnsupportedOperationException("streamcat tables have no empty partitions: a partition of " + name
+                + " exists while its chunks hold rows of it, so write rows (INSERT INTO) instead of ADD PARTITION "
+                + Partitioning.describe(ident, partitionSchema));
+    }
+
+    @Override
+    public void replacePartitionMetadata(InternalRow ident, Map<String, String> properties) {
+        throw new UnsupportedOperationException("streamcat partitions have no properties of their own: set the "
+                + "table's with ALTER TABLE " + name + " SET TBLPROPERTIES");
+    }
+
+    /**
+     * ALTER TABLE ... DROP PARTITION: one commit removing the partition's chunks, no row read. Only when
+     * every chunk (but deletes of rows) was written under the current spec: a chunk of an earlier spec, or
+     * of the table before it was partitioned, may hold rows of the partition too, and DROP PARTITION must
+     * not leave them behind.
+     */
+    @Override
+    public boolean dropPartition(InternalRow ident) {
+        refuseIfMaterialized(Map.of());
+        if (partitionSchema.fields().length == 0) {
+            throw new UnsupportedOperationException(name + " is not partitioned");
+        }
+        List<String> paths = new ArrayList<>();
+        int others = 0;
+        for (JsonNode chunk : state.chunks(readCut())) {
+            if (DELETES.equals(chunk.path("kind").asText())) {
+                continue;  // deletes of a removed chunk's rows name nothing any more
+            }
+            JsonNode partition = chunk.path("partition");
+            if (!partition.isObject() || partition.path("specId").asLong(-1) != state.specId()) {
+                others++;
+                continue;
+            }
+            if (Partitioning.matches(Partitioning.row(partition.path("values"), partitionSchema), partitionSchema,
+                    partitionSchema.fieldNames(), ident)) {
+                paths.add(chunk.path("path").asText());
+            }
+        }
+        if (others > 0) {
+            throw new UnsupportedOperationException("cannot drop partition " + Partitioning.describe(ident,
+                    partitionSchema) + " of " + name + " by removing its chunks: " + others + " chunk(s) of the table "
+                    + "were written under an earlier partitioning (or by a producer) and may hold rows of it too; "
+                    + "use DELETE FROM " + name + " WHERE ... instead");
+        }
+        if (paths.isEmpty()) {
+            return false;
+        }
+        state.removeChunks(paths, readCut(), "DROP PARTITION");
+        return true;
+    }
+
+    /** A partition exists only while it holds rows: emptying it is dropping it. */
+    @Override
+    public boolean truncatePartition(InternalRow ident) {
+        return dropPartition(ident);
     }
 
     /** A metadata column of the row position. */
