@@ -478,6 +478,8 @@ class CatalogService:
         )
         for guard in self.commit_guards:
             guard(scope, stream, options.properties, options.kind)
+        # A writer names the spec it split its rows by, spec 0 included (it loaded the table unpartitioned).
+        declared = {c.path for c in chunks if c.partition is not None}
         # spec 0 is kept as no partition
         chunks = [c if (p := stored_partition(c.path, c.partition)) is c.partition else replace(c, partition=p)
                   for c in chunks]
@@ -519,7 +521,7 @@ class CatalogService:
             for c in chunks:
                 # writers split the rows they write by partition: an append's or an overwrite's columnar chunks
                 if options.kind in (APPEND, OVERWRITE) and c.kind == COLUMNAR:
-                    check_split(what, c.path, c.partition, current)
+                    check_split(what, c.path, c.path in declared, current)
                 check_partition(what, c.path, c.partition, specs, schema)
 
         return self.store.commit(scope, stream, chunks, options, check)

@@ -120,12 +120,14 @@ def stored_partition(path: str, partition: Any) -> dict[str, Any] | None:
     return None
 
 
-def check_split(what: str, path: str, partition: Mapping[str, Any] | None, current: PartitionSpec) -> None:
+def check_split(what: str, path: str, declared: bool, current: PartitionSpec) -> None:
     """Refuses chunk ``path`` of a writer that splits its rows by partition (the columnar chunks of an append
-    or an overwrite) when it has no ``partition`` although ``what`` (``"table s.t"``, for the message) is
-    partitioned by its ``current`` spec. A partition of an earlier spec passes (a writer that loaded the
-    table before the spec changed); which chunks a writer splits is the caller's to say."""
-    if partition is None and not current.unpartitioned:
+    or an overwrite) when it ``declared`` no partition although ``what`` (``"table s.t"``, for the message) is
+    partitioned by its ``current`` spec. A partition of an earlier spec passes, spec 0 spelled out
+    (``{"specId": 0, "values": []}``) included: a writer that loaded the table before the spec changed,
+    whose chunk is then kept as an unpartitioned one. A chunk that names no spec at all comes from a writer
+    that does not know partitions. Which chunks a writer splits is the caller's to say."""
+    if not declared and not current.unpartitioned:
         raise PartitioningError(
             f"chunk {path} has no partition, but {what} is partitioned by {current.text()} (spec "
             f"{current.spec_id}): split the rows by partition and give each columnar chunk its "

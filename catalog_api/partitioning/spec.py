@@ -184,6 +184,14 @@ class PartitionSpec:
 UNPARTITIONED = PartitionSpec(UNPARTITIONED_SPEC_ID)
 
 
+def spec_zero_partition() -> dict[str, Any]:
+    """The ``Chunk.partition`` of a chunk whose writer loaded the table unpartitioned: spec 0, no values.
+    Writers name it rather than leave the partition out: the catalog keeps such a chunk as an unpartitioned
+    one and, like a chunk of any earlier spec, still accepts it once the table is partitioned, so a writer
+    that runs across a spec change (a streaming query, a long ingest) is not refused."""
+    return {"specId": UNPARTITIONED_SPEC_ID, "values": []}
+
+
 def _int(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be an integer")

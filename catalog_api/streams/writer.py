@@ -41,7 +41,7 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from catalog_api.partitioning.spec import PartitionSpec, with_current_names
+from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, with_current_names
 from catalog_api.schema import to_struct
 from catalog_api.streams.changes import (
     DELETE,
@@ -445,7 +445,7 @@ class StreamWriter:
         if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
         if self.partition_spec is None:
-            self._write_columnar(rows, segment, None)
+            self._write_columnar(rows, segment, spec_zero_partition())
             return
         for partition, piece in partition_pieces(rows, self.partition_spec):
             self._write_columnar(piece, segment, partition)
@@ -605,7 +605,7 @@ class StreamWriter:
                                     for t, o in pieces])
         table, ops = premerge(table, ops, self.layout)
         if self.partition_spec is None:
-            self._write_changes(table, ops, None)
+            self._write_changes(table, ops, spec_zero_partition())
         else:
             self._write_partitioned_changes(table, ops, self.partition_spec)
 

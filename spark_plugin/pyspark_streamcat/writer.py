@@ -213,8 +213,11 @@ class _Fanout:
 
 
 def _partitioned(chunk: Chunk, partition: dict[str, Any] | None) -> Chunk:
-    """``chunk`` recording the partition all its rows belong to (as it is, for an unpartitioned table)."""
-    return chunk if partition is None else replace(chunk, partition=partition)
+    """``chunk`` recording the partition all its rows belong to (spec 0's for a table that was unpartitioned
+    when the writer was made)."""
+    from catalog_api.partitioning.spec import spec_zero_partition
+
+    return replace(chunk, partition=spec_zero_partition() if partition is None else partition)
 
 
 class ChunkSink:

@@ -394,6 +394,11 @@ def test_bad_partitions_in_a_commit_are_refused_naming_the_chunk(
     catalog.create_table(scope, "plain", EVENTS)
     catalog.commit(scope, "plain", [chunk("z.parquet", 0, [])])
     assert catalog.snapshot(scope, "plain")[1][0].partition is None
+    # a writer that loaded the table before it was partitioned names spec 0: its chunk is kept unpartitioned
+    # (read, pruned by statistics, never by partition), as a chunk of any earlier spec is
+    catalog.commit(scope, "events", [chunk("old.parquet", 0, [])])
+    kept = {c.path: c.partition for c in catalog.snapshot(scope, "events")[1]}
+    assert kept["old.parquet"] is None
     # a plain stream has only spec 0
     catalog.create_stream(scope, "feed")
     api.refused("POST", "/streams/feed/commits", {"chunks": [{**good, "kind": "events"}]}, "good.parquet", "spec 1")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
@@ -20,7 +19,6 @@ from catalog_api.schema import to_struct
 from catalog_api.streams import StreamReader, StreamWriter
 from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT
 from registry.client import RegistryClient
-from registry.errors import StreamcatError
 from registry.serde import Serializer
 
 DAY = 86_400_000_000  # microseconds
@@ -56,9 +54,10 @@ def latest_serializer(registry: RegistryClient, table: str) -> Serializer:
 
 
 def chunks_in_their_partitions(catalog: CatalogClient, scope: str, table: str,
-                               names: dict[str, Any] | None = None) -> list[Chunk]:
+                               names: dict[str, Any] | None = None, unpartitioned: int = 0) -> list[Chunk]:
     """The table's live chunks, having checked that every row of each columnar chunk file (read with pyarrow)
-    is in the partition the chunk records, under the spec it names; event and deletes chunks record none.
+    is in the partition the chunk records, under the spec it names; event and deletes chunks record none,
+    and so do exactly ``unpartitioned`` columnar chunks (written under spec 0).
     ``names``: the schema (StructType JSON) whose column names the files use, if not the current one."""
     described = catalog.get_table(scope, table)
     specs = {s["specId"]: with_current_names(with_current_names(PartitionSpec.from_json(s), described["schema"]),
@@ -66,11 +65,13 @@ def chunks_in_their_partitions(catalog: CatalogClient, scope: str, table: str,
              for s in described["partitionSpecs"]}
     fs, root = storage.resolve(described["stream"]["location"])
     _cut, chunks = catalog.snapshot(scope, table)
+    assert sum(c.kind == "columnar" and c.partition is None for c in chunks) == unpartitioned
     for chunk in chunks:
         if chunk.kind != "columnar":
             assert chunk.partition is None, chunk
             continue
-        assert chunk.partition is not None, chunk
+        if chunk.partition is None:
+            continue  # written under spec 0: counted above
         data = pq.read_table(f"{root}/{chunk.path}", filesystem=fs)
         columns = [array.to_pylist() for array in partition_values(data, specs[chunk.partition["specId"]])]
         rows = [list(values) for values in zip(*columns, strict=True)]
@@ -193,22 +194,27 @@ def test_an_unpartitioned_table_gets_one_chunk_per_write_as_before(
     writer.close()
 
 
-def test_a_writer_made_before_the_table_was_partitioned_is_refused_and_leaves_no_file(
+def test_a_writer_made_before_the_table_was_partitioned_commits_as_before(
         catalog: CatalogClient, client: RegistryClient, scope: str) -> None:
+    """A long-running writer is not broken by a spec change: its chunk (of spec 0, as it loaded the table)
+    is kept unpartitioned, read, and never skipped by partition; writers made later split rows."""
     table = new_table(catalog, scope, "")
     writer = StreamWriter(catalog, client, scope, table, serializer=latest_serializer(client, table))
     catalog.set_partitioning(scope, table, "region")
     writer.write_table(pa.Table.from_pylist(events(0, 3), schema=ARROW))
-    with pytest.raises(StreamcatError, match="partition") as refused:
-        writer.flush()
-    assert refused.value.status == 400
-    location = catalog.get_table(scope, table)["stream"]["location"]
-    assert not [f for f in storage.list_files(location) if f.path.endswith(".parquet")]
-    # a writer made now splits by the new spec
+    assert writer.flush() is not None
+    writer.close()
     again = StreamWriter(catalog, client, scope, table, serializer=latest_serializer(client, table))
-    again.write_table(pa.Table.from_pylist(events(0, 3), schema=ARROW))
+    again.write_table(pa.Table.from_pylist(events(3, 3), schema=ARROW))
     again.close()
-    assert len(chunks_in_their_partitions(catalog, scope, table)) == 3
+
+    chunks = chunks_in_their_partitions(catalog, scope, table, unpartitioned=1)
+    assert len(chunks) == 4
+    assert read_all(catalog, client, scope, table) == events(0, 6)
+    eu = catalog.plan_chunks(scope, table, [{"op": "eq", "column": "region", "value": "eu"}])
+    # the old chunk may hold eu rows (it does): kept; of the new ones only eu's
+    assert len(eu.chunks) == 2
+    assert eu.chunks_skipped == 2
 
 
 # -- primary-key tables -------------------------------------------------------------------------------------------

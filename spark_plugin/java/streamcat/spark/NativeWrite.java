@@ -539,6 +539,11 @@ final class NativeWrite {
             chunk.put("bytes", size);
             chunk.putArray("encodingIds").add(encodingId);
             chunk.set("stats", columnStats(footer, count));
+            // Written under spec 0 (only unpartitioned tables are written here), said so that the catalog
+            // still takes the chunk if the table is partitioned before this write commits.
+            ObjectNode partition = chunk.putObject("partition");
+            partition.put("specId", 0);
+            partition.putArray("values");
             return chunk;
         }
 
