@@ -48,7 +48,7 @@ from catalog_api.model import (
     Table,
     primary_key,
 )
-from catalog_api.partitioning.pruning import chunk_may_match
+from catalog_api.partitioning.pruning import ChunkPruner
 from catalog_api.partitioning.rules import (
     by_partition,
     check_partition,
@@ -570,11 +570,12 @@ class CatalogService:
         specs = {s.spec_id: s for s in table.partition_specs} if table is not None else {}
         schema = table.schema if table is not None else {"type": "struct", "fields": []}
         merged = bool(table is not None and table.primary_key) or any(c.kind == DELETES for c in snapshot.chunks)
+        pruner = ChunkPruner(filters, specs, schema)
         kept: list[Chunk] = []
         skipped = skipped_bytes = 0
         for c in snapshot.chunks:
             by_stats = not merged and c.kind != DELETES
-            if chunk_may_match(filters, c, specs, schema, by_stats=by_stats):
+            if pruner.may_match(c, by_stats=by_stats):
                 kept.append(c)
             else:
                 skipped += 1

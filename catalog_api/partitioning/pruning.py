@@ -283,18 +283,32 @@ def chunk_may_match(filters: Sequence[Filter], chunk: ChunkLike, specs: Mapping[
     ``names`` gives each source column's current name: the table's current schema (StructType JSON, which
     also gives the source types that year/month/day pruning needs), or a map of field id to name. Tables
     read by merging versions of keys prune by partition only (``by_stats=False``): one chunk's statistics
-    cannot prove a key's latest version is elsewhere.
+    cannot prove a key's latest version is elsewhere. Judging many chunks: :class:`ChunkPruner`.
     """
-    if not filters:
-        return True
-    if by_stats and not may_match(filters, chunk.stats, chunk.event_count):
-        return False
-    partition = chunk.partition
-    if not isinstance(partition, dict):
-        return True
-    spec_id, values = partition.get("specId"), partition.get("values")
-    spec = specs.get(spec_id) if isinstance(spec_id, int) else None
-    if spec is None or not isinstance(values, list):
-        return True
-    # the names stored in a spec are those at its making: filters name the columns as they are now
-    return partition_may_match(filters, _current_spec(spec, names), values)
+    return ChunkPruner(filters, specs, names).may_match(chunk, by_stats=by_stats)
+
+
+class ChunkPruner:
+    """:func:`chunk_may_match` for the chunks of one scan: the specs get their columns' current names once,
+    not once per chunk (a snapshot may hold thousands of chunks)."""
+
+    def __init__(self, filters: Sequence[Filter], specs: Mapping[SpecId, PartitionSpec],
+                 names: Struct | Mapping[ColumnId, str]) -> None:
+        self.filters = filters
+        # the names stored in a spec are those at its making: filters name the columns as they are now
+        self.specs = {spec_id: _current_spec(spec, names) for spec_id, spec in specs.items()} if filters else {}
+
+    def may_match(self, chunk: ChunkLike, *, by_stats: bool = True) -> bool:
+        """Whether ``chunk`` may hold a row that passes every filter (see :func:`chunk_may_match`)."""
+        if not self.filters:
+            return True
+        if by_stats and not may_match(self.filters, chunk.stats, chunk.event_count):
+            return False
+        partition = chunk.partition
+        if not isinstance(partition, dict):
+            return True
+        spec_id, values = partition.get("specId"), partition.get("values")
+        spec = self.specs.get(spec_id) if isinstance(spec_id, int) else None
+        if spec is None or not isinstance(values, list):
+            return True
+        return partition_may_match(self.filters, spec, values)

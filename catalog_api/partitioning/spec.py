@@ -270,6 +270,16 @@ def with_current_names(spec: PartitionSpec, schema: Struct) -> PartitionSpec:
     return replace(spec, fields=tuple(current(f) for f in spec.fields))
 
 
+def table_spec(described: Mapping[str, Any]) -> PartitionSpec:
+    """The current partition spec of a table as the catalog describes it (``getTable``'s answer), its sources
+    named and typed as in the table's schema; spec 0 when the answer has none (a server older than
+    partitioning)."""
+    raw = described.get("partitionSpec")
+    if not raw:
+        return UNPARTITIONED
+    return with_current_names(PartitionSpec.from_json(raw), described["schema"])
+
+
 # -- the text form --------------------------------------------------------------------------------------
 
 

@@ -62,16 +62,14 @@ class ChunkStats:
 
 def partition_pieces(table: pa.Table, spec: PartitionSpec) -> list[tuple[dict[str, Any], pa.Table]]:
     """``table``'s rows cut into one piece per partition of ``spec``: (the ``Chunk.partition`` the piece's
-    chunk records, the rows, in their order in ``table``), pieces in the order of their first row.
+    chunk records, the rows, in their order in ``table``), pieces in the order of their first row. Under
+    spec 0 every row is one piece, recorded as spec 0's (``spec_zero_partition``); no rows, no piece.
 
     ``spec``'s sources must be named as ``table``'s columns are (see
     :func:`~catalog_api.partitioning.spec.with_current_names`); other columns ride along untouched.
     Raises :class:`~catalog_api.partitioning.spec.PartitioningError` when a source column is missing or
     of a type its transform does not take.
     """
-    if spec.unpartitioned:
-        # spec 0 is recorded as no partition: the caller writes such rows as it always did
-        raise ValueError("an unpartitioned spec has no partitions to cut rows into")
     return [({"specId": spec.spec_id, "values": values}, rows) for values, rows in split_by_partition(table, spec)]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -32,10 +32,9 @@ import pyarrow.parquet as pq
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from catalog_api.partitioning.spec import PartitionSpec, with_current_names
-from catalog_api.partitioning.transforms import split_by_partition
+from catalog_api.partitioning.spec import PartitionSpec, table_spec
 from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN
-from catalog_api.streams.chunks import write_columnar_chunk
+from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk
 from catalog_api.streams.conflicts import COMPACTION, CommitInDoubt, Intent, Table, commit_checked, delete_quietly
 from catalog_api.streams.merge import TableLayout, is_compacted, read_state
 from catalog_api.streams.reader import StreamReader, scoped_registry
@@ -107,13 +106,6 @@ def _encoding_id(catalog_table: dict[str, Any], registry: RegistryClient, stream
     return int(registry.encoding_id(stream, version))
 
 
-def current_spec(described: dict[str, Any]) -> PartitionSpec:
-    """The current partition spec of a table (its ``getTable`` answer), its sources named and typed as in
-    the table's schema (so that rows are split by column name)."""
-    spec = described.get("partitionSpec") or {"specId": 0, "fields": []}
-    return with_current_names(PartitionSpec.from_json(spec), described["schema"])
-
-
 def _in_spec(chunk: Chunk, spec: PartitionSpec) -> bool:
     return (chunk.partition or {}).get("specId", 0) == spec.spec_id
 
@@ -133,7 +125,7 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
     layout = TableLayout.from_properties(described.get("properties") or {})
     location = str(described["stream"]["location"])
     target = Table(catalog, scope, table, location, layout.key, registry)
-    spec = current_spec(described)
+    spec = table_spec(described)
     base, visible = catalog.snapshot(scope, table)
     name = f"{scope}.{table}"
     compacted = is_compacted(visible) and all(_in_spec(c, spec) for c in visible)
@@ -148,13 +140,12 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
     written: list[Chunk] = []
     try:
         # Rows keep their order within a partition: a primary-key table's stay sorted by key.
-        for values, rows in split_by_partition(state, spec):
-            partition = None if spec.unpartitioned else {"specId": spec.spec_id, "values": values}
+        for partition, rows in partition_pieces(state, spec):
             for start in range(0, rows.num_rows, rows_per_chunk):
                 piece = rows.slice(start, rows_per_chunk)
                 path = f"{COMPACTED_DIR}/{uuid.uuid4().hex}.compacted.parquet"
                 stats = write_columnar_chunk(location, path, piece, encoding_id, described["schema"])
-                written.append(replace(stats.columnar(path, sequence=base), partition=partition))
+                written.append(stats.columnar(path, sequence=base, partition=partition))
         intent = Intent(COMPACTION, base, removes=tuple(c.path for c in visible))
         answer = commit_checked(target, written, intent, properties={"streamcat.compaction.rows": str(state.num_rows)},
                                 writer_id=f"compaction-{uuid.uuid4()}", writer_sequence=0)
@@ -167,4 +158,4 @@ def compact(catalog: CatalogClient, registry: RegistryClient, scope: str, table:
                             time.perf_counter() - started)
 
 
-__all__ = ["DEFAULT_ROWS_PER_CHUNK", "ChunkTables", "CompactionResult", "compact", "current_spec"]
+__all__ = ["DEFAULT_ROWS_PER_CHUNK", "ChunkTables", "CompactionResult", "compact"]

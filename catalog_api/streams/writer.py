@@ -41,7 +41,7 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, with_current_names
+from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec, with_current_names
 from catalog_api.schema import to_struct
 from catalog_api.streams.changes import (
     DELETE,
@@ -301,12 +301,11 @@ class StreamWriter:
         """The table's current partition spec when it has fields, each source named as this writer's schema
         version names the column (found by field id; else as the table's current schema does), because rows
         are split by column name and the writer's version may predate a rename."""
-        if described is None or not described.get("partitionSpec"):  # absent: a server older than partitioning
+        if described is None:
             return None
-        spec = PartitionSpec.from_json(described["partitionSpec"])
+        spec = table_spec(described)
         if spec.unpartitioned:
             return None
-        spec = with_current_names(spec, described["schema"])
         own = self._spark_schema()
         return spec if own is None else with_current_names(spec, own)
 

@@ -44,7 +44,7 @@ from pyspark.sql.types import (
 )
 
 from catalog_api.model import Chunk
-from catalog_api.partitioning.pruning import chunk_may_match, may_match
+from catalog_api.partitioning.pruning import ChunkPruner, may_match
 from catalog_api.partitioning.spec import PartitionSpec, SpecId
 from catalog_api.schema.defaults import EXISTS_DEFAULT, exists_defaults
 from catalog_api.schema.fieldids import has_field_ids
@@ -198,7 +198,8 @@ def prune(chunks: Sequence[Chunk], filters: Sequence[dict[str, Any]], key: Seque
     kept = [c for c in chunks if may_match(by_stats, c.stats, c.event_count)]
     if not specs or schema is None or not filters:
         return kept
-    return [c for c in kept if chunk_may_match(filters, c, specs, schema, by_stats=False)]
+    pruner = ChunkPruner(filters, specs, schema)
+    return [c for c in kept if pruner.may_match(c, by_stats=False)]
 
 
 def plan_partitions(chunks: Sequence[Chunk], rows_per_partition: int, *, upserts_only: bool = False,

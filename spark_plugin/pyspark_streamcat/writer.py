@@ -34,19 +34,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 from catalog_api.model import Chunk
+from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec
 
 from .arrow import conform_batch, spark_arrow_schema
 from .options import OptionError, SourceOptions
-
-if TYPE_CHECKING:
-    from catalog_api.partitioning.spec import PartitionSpec
 
 #: Where chunk files go under the stream's location.
 DATA_DIR = "data"
@@ -54,8 +52,9 @@ DATA_DIR = "data"
 #: before the largest is written early: bounds a task's memory however many partitions it sees.
 FANOUT_PENDING_CHUNKS = 2
 
-#: Writes one chunk file of the batches, all of one partition (``{"specId", "values"}``; None: unpartitioned).
-Flush = Callable[[list[pa.RecordBatch], dict[str, Any] | None], Chunk]
+#: Writes one chunk file of the batches, all of one partition (``{"specId", "values"}``, spec 0's for an
+#: unpartitioned table).
+Flush = Callable[[list[pa.RecordBatch], dict[str, Any]], Chunk]
 
 
 @dataclass
@@ -116,14 +115,10 @@ class _FilesAtStake:
 
 
 def current_spec(table: Mapping[str, Any]) -> PartitionSpec | None:
-    """The current partition spec in a table's catalog JSON (``partitionSpec``), or None when it has no
-    fields (spec 0, or a server that predates partitioning): then chunks carry no partition."""
-    raw = table.get("partitionSpec")
-    if not isinstance(raw, Mapping) or not raw.get("fields"):
-        return None
-    from catalog_api.partitioning.spec import PartitionSpec
-
-    return PartitionSpec.from_json(dict(raw))
+    """The current partition spec in a table's catalog JSON, or None when it has no fields (spec 0, or a
+    server that predates partitioning): then every chunk is written under spec 0."""
+    spec = table_spec(table)
+    return None if spec.unpartitioned else spec
 
 
 def _spec_of(options: SourceOptions) -> PartitionSpec | None:
@@ -136,7 +131,7 @@ class _Rolling:
     written by ``flush`` and appended to ``chunks`` (shared by a task's open chunks, so it lists them in
     the order they were written)."""
 
-    def __init__(self, limit: int, flush: Flush, chunks: list[Chunk], partition: dict[str, Any] | None) -> None:
+    def __init__(self, limit: int, flush: Flush, chunks: list[Chunk], partition: dict[str, Any]) -> None:
         self.limit = limit
         self.flush = flush
         self.chunks = chunks
@@ -163,7 +158,8 @@ class _Rolling:
 
 
 class _Fanout:
-    """A task's open chunks: one per partition it has seen under ``spec`` (one in all when ``spec`` is None).
+    """A task's open chunks: one per partition it has seen under ``spec`` (one in all, of spec 0, when ``spec``
+    is None).
 
     Rows wait in memory until their chunk has ``limit`` rows or the task ends. When the open chunks
     together hold more than ``FANOUT_PENDING_CHUNKS`` x ``limit`` rows (many partitions, each filling
@@ -183,12 +179,12 @@ class _Fanout:
         if not batch.num_rows:
             return
         if self.spec is None:
-            self._chunk((), None).add(batch)
+            self._chunk((), spec_zero_partition()).add(batch)
             return
-        from catalog_api.partitioning.transforms import split_by_partition
+        from catalog_api.streams.chunks import partition_pieces
 
-        for values, rows in split_by_partition(pa.Table.from_batches([batch]), self.spec):
-            chunk = self._chunk(tuple(values), {"specId": self.spec.spec_id, "values": list(values)})
+        for partition, rows in partition_pieces(pa.Table.from_batches([batch]), self.spec):
+            chunk = self._chunk(tuple(partition["values"]), partition)
             for piece in rows.to_batches():
                 chunk.add(piece)
         self._bound_memory()
@@ -198,7 +194,7 @@ class _Fanout:
         for chunk in self.open.values():
             chunk.finish()
 
-    def _chunk(self, key: tuple[Any, ...], partition: dict[str, Any] | None) -> _Rolling:
+    def _chunk(self, key: tuple[Any, ...], partition: dict[str, Any]) -> _Rolling:
         found = self.open.get(key)
         if found is None:
             found = self.open[key] = _Rolling(self.limit, self.flush, self.chunks, partition)
@@ -210,14 +206,6 @@ class _Fanout:
             largest = max(self.open.values(), key=lambda c: c.rows)
             pending -= largest.rows
             largest.finish()
-
-
-def _partitioned(chunk: Chunk, partition: dict[str, Any] | None) -> Chunk:
-    """``chunk`` recording the partition all its rows belong to (spec 0's for a table that was unpartitioned
-    when the writer was made)."""
-    from catalog_api.partitioning.spec import spec_zero_partition
-
-    return replace(chunk, partition=spec_zero_partition() if partition is None else partition)
 
 
 class ChunkSink:
@@ -245,7 +233,7 @@ class ChunkSink:
             raise
         return ChunksWritten(chunks.chunks)
 
-    def _flush(self, batches: list[pa.RecordBatch], target: pa.Schema, partition: dict[str, Any] | None) -> Chunk:
+    def _flush(self, batches: list[pa.RecordBatch], target: pa.Schema, partition: dict[str, Any]) -> Chunk:
         from catalog_api.streams.chunks import write_columnar_chunk
 
         path = f"{DATA_DIR}/{uuid.uuid4().hex}.parquet"
@@ -254,7 +242,7 @@ class ChunkSink:
         # columns get their Parquet field ids, as Spark's own writer gives them on the native path.
         stats = write_columnar_chunk(self.options.table_location, path, table, self.encoding_id,
                                      self.schema.jsonValue())
-        return _partitioned(stats.columnar(path), partition)
+        return stats.columnar(path, partition=partition)
 
 
 class BatchWriter(DataSourceArrowWriter):
@@ -469,15 +457,15 @@ class RowLevelSink:
     def _path(self, suffix: str = "") -> str:
         return f"{DATA_DIR}/{uuid.uuid4().hex}{suffix}.parquet"
 
-    def _rows_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any] | None) -> Chunk:
+    def _rows_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any]) -> Chunk:
         from catalog_api.streams.changes import write_change_chunk
 
         path = self._path()
         stats = write_change_chunk(self.options.table_location, path, pa.Table.from_batches(batches, self.target),
                                    None, self.encoding_id)
-        return _partitioned(stats.columnar(path), partition)
+        return stats.columnar(path, partition=partition)
 
-    def _key_deletes_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any] | None) -> Chunk:
+    def _key_deletes_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any]) -> Chunk:
         from catalog_api.streams.changes import DELETE as DELETE_ROW
         from catalog_api.streams.changes import write_change_chunk
 
@@ -485,7 +473,7 @@ class RowLevelSink:
         table = pa.Table.from_batches(batches, self.target)
         ops = pa.array([DELETE_ROW] * table.num_rows, pa.int8())
         stats = write_change_chunk(self.options.table_location, path, table, ops, self.encoding_id)
-        return _partitioned(stats.columnar(path), partition)
+        return stats.columnar(path, partition=partition)
 
     def _position_deletes(self, paths: pa.Array, positions: pa.Array) -> Chunk:
         from catalog_api.streams.changes import write_position_deletes

@@ -16,11 +16,11 @@ import requests
 from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
-from catalog_api.partitioning.spec import Transform
+from catalog_api.partitioning.spec import Transform, table_spec
 from catalog_api.partitioning.transforms import apply, partition_values
 from catalog_api.schema.fieldids import FIELD_ID
 from catalog_api.streams.chunks import write_columnar_chunk
-from catalog_api.streams.compaction import compact, current_spec
+from catalog_api.streams.compaction import compact
 from registry.api.models import VersionInfo
 from registry.client import RegistryClient
 
@@ -467,7 +467,7 @@ def _write(catalog: CatalogClient, registry: RegistryClient, scope: str, name: s
     version = VersionInfo.model_validate(described["schemaVersion"]).to_domain()
     encoding = int(RegistryClient(registry.url, scope).encoding_id(name, version))
     location = described["stream"]["location"]
-    spec = current_spec(described)
+    spec = table_spec(described)
     arrow = pa.Table.from_pylist(rows, schema=pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", "UTC")),
                                                          ("region", pa.string()), ("amount", pa.float64())]))
     out = []
@@ -495,7 +495,7 @@ def test_compaction_keeps_partitions(catalog: CatalogClient, client: RegistryCli
         ([None], 1, 10), (["eu"], 1, 10), (["us"], 1, 10)]
     # every output chunk holds the rows of its partition only
     described = catalog.get_table(scope, "events")
-    spec, location = current_spec(described), described["stream"]["location"]
+    spec, location = table_spec(described), described["stream"]["location"]
     fs, root = storage.resolve(location)
     _cut, chunks = catalog.snapshot(scope, "events")
     for c in chunks:

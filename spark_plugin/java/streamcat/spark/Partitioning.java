@@ -79,17 +79,9 @@ final class Partitioning {
     /** The source column of a spec field: its current name, else the column with its field id. */
     private static StructField source(JsonNode field, StructType schema) {
         String name = field.path("source").asText(null);
-        if (name != null) {
-            for (StructField column : schema.fields()) {
-                if (column.name().equals(name)) {
-                    return column;
-                }
-            }
-            for (StructField column : schema.fields()) {
-                if (column.name().equalsIgnoreCase(name)) {
-                    return column;
-                }
-            }
+        int index = name == null ? -1 : find(schema, name);
+        if (index >= 0) {
+            return schema.fields()[index];
         }
         long id = field.path("sourceId").asLong(-1);
         for (StructField column : schema.fields()) {
@@ -211,7 +203,17 @@ final class Partitioning {
     }
 
     private static int indexOf(StructType partitionSchema, String name) {
-        StructField[] fields = partitionSchema.fields();
+        int index = find(partitionSchema, name);
+        if (index >= 0) {
+            return index;
+        }
+        throw new IllegalArgumentException("the table has no partition field " + name + "; its partition fields are "
+                + String.join(", ", partitionSchema.fieldNames()));
+    }
+
+    /** The index of the field named {@code name}, matched exactly, else ignoring case (as Spark resolves); -1: none. */
+    private static int find(StructType struct, String name) {
+        StructField[] fields = struct.fields();
         for (int i = 0; i < fields.length; i++) {
             if (fields[i].name().equals(name)) {
                 return i;
@@ -222,8 +224,7 @@ final class Partitioning {
                 return i;
             }
         }
-        throw new IllegalArgumentException("the table has no partition field " + name + "; its partition fields are "
-                + String.join(", ", partitionSchema.fieldNames()));
+        return -1;
     }
 
     private static boolean same(Object a, Object b) {
