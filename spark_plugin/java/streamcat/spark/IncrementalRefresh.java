@@ -24,6 +24,7 @@ import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.IntegralType;
@@ -221,7 +222,7 @@ final class IncrementalRefresh {
             Dataset<Row> none = spark.createDataFrame(List.of(),
                     relation.schema().add("_change_type", DataTypes.StringType));
             Dataset<Row> rows = replay(plan, signed(none));
-            (aggregate == null ? rows : delta(plan, rows)).schema();
+            (aggregate == null ? rows : summed(plan, feedContributions(plan, rows, relation.schema()))).schema();
         } catch (Exception e) {
             String message = e.getMessage() == null ? e.toString() : e.getMessage().split("\n")[0];
             return Plan.full("an expression that cannot be evaluated on the change feed (" + message + ")");
@@ -417,118 +418,213 @@ final class IncrementalRefresh {
         return new Step(next, false, null);
     }
 
+    /** The name of the column that carries output i's contribution ({@code part} "" or "nn"). */
+    private static String part(String part, int i) {
+        return "__streamcat_" + part + "v" + i;
+    }
+
+    private static String key(int group) {
+        return "__streamcat_k" + group;
+    }
+
+    private static final String LEAVING = "__streamcat_leaving";
+
+    /** The type of the table's column {@code name} (its case aside), or {@code fallback}. */
+    private static DataType typeOf(StructType target, String name, DataType fallback) {
+        for (StructField f : target.fields()) {
+            if (f.name().equalsIgnoreCase(name)) {
+                return f.dataType();
+            }
+        }
+        return fallback;
+    }
+
     /**
-     * Per group of the feed's rows: how many rows leave ({@code __streamcat_leaving}) and, per output column i,
-     * the signed COUNT, the SUM of signed values with the signed count of its non-null values, or the MIN/MAX.
+     * What each feed row contributes to its group, in the shape the table's rows are brought to by
+     * {@link #tableContributions}: the group's keys, then per output column i its contribution (COUNT: the
+     * sign, or 0 for a NULL value; SUM: the signed value, and in {@code nn} the signed count of non-null
+     * values; MIN/MAX: the value), and whether the row leaves ({@code __streamcat_leaving}).
      */
-    private static Dataset<Row> delta(Plan plan, Dataset<Row> rows) {
-        List<Output> outputs = plan.outputs();
-        List<Column> keys = new ArrayList<>();
-        for (int i = 0; i < plan.groups().size(); i++) {
-            keys.add(column(plan.groups().get(i)).as("__streamcat_k" + i));
+    private static Dataset<Row> feedContributions(Plan plan, Dataset<Row> rows, StructType target) {
+        List<Column> columns = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            columns.add(column(plan.groups().get(g)).cast(groupType(plan, g, target)).as(key(g)));
         }
         Column sign = col(SIGN);
-        List<Column> deltas = new ArrayList<>();
-        deltas.add(functions.sum(functions.when(sign.lt(0), functions.lit(1)).otherwise(functions.lit(0)))
-                .as("__streamcat_leaving"));
+        List<Output> outputs = plan.outputs();
         for (int i = 0; i < outputs.size(); i++) {
             Output o = outputs.get(i);
             if (o.kind().equals(Output.KEY)) {
                 continue;
             }
             Column arg = column(o.argument());
+            DataType type = typeOf(target, o.name(), o.argument().dataType());
             switch (o.kind()) {
-                case Output.COUNT -> deltas.add(functions.sum(functions.when(arg.isNull(), functions.lit(0))
-                        .otherwise(sign)).as("__streamcat_d" + i));
+                case Output.COUNT -> columns.add(functions.when(arg.isNull(), functions.lit(0L))
+                        .otherwise(sign).cast(DataTypes.LongType).as(part("", i)));
                 case Output.SUM -> {
-                    deltas.add(functions.sum(functions.when(sign.gt(0), arg).otherwise(functions.negate(arg)))
-                            .as("__streamcat_d" + i));
-                    deltas.add(functions.sum(functions.when(arg.isNull(), functions.lit(0)).otherwise(sign))
-                            .as("__streamcat_nn" + i));
+                    columns.add(functions.when(sign.gt(0), arg.cast(type)).otherwise(functions.negate(arg.cast(type)))
+                            .as(part("", i)));
+                    columns.add(functions.when(arg.isNull(), functions.lit(0L)).otherwise(sign)
+                            .cast(DataTypes.LongType).as(part("nn", i)));
                 }
-                case Output.MIN -> deltas.add(functions.min(arg).as("__streamcat_d" + i));
-                default -> deltas.add(functions.max(arg).as("__streamcat_d" + i));
+                default -> columns.add(arg.cast(type).as(part("", i)));
             }
         }
-        return rows.groupBy(keys.toArray(new Column[0]))
-                .agg(deltas.get(0), deltas.subList(1, deltas.size()).toArray(new Column[0]));
+        columns.add(functions.when(sign.lt(0), functions.lit(1L)).otherwise(functions.lit(0L)).as(LEAVING));
+        return rows.select(columns.toArray(new Column[0]));
+    }
+
+    /** The type a group's key has in the table: that of the first output column that shows it. */
+    private static DataType groupType(Plan plan, int group, StructType target) {
+        for (Output o : plan.outputs()) {
+            if (o.kind().equals(Output.KEY) && o.group() == group) {
+                return typeOf(target, o.name(), o.argument().dataType());
+            }
+        }
+        return plan.groups().get(group).dataType();
     }
 
     /**
-     * A grouped aggregate: the per-group deltas of the feed (SUM of signed values, COUNT of signed rows)
-     * merged with the table's groups at {@code base} by the group key (null-safe), groups whose COUNT(*)
-     * reaches 0 dropped. Falls back when the range removes rows and the table lacks what tells the result
-     * exactly: MIN/MAX (a removed minimum cannot be replaced from the table), no COUNT of never-null values
-     * (a group's emptiness), a SUM(x) over nullable x without COUNT(x) beside it (whether the sum is NULL).
+     * The table's rows as contributions of the {@link #feedContributions} shape: each group's current values
+     * (a SUM's non-null count from the COUNT that tells it: {@code counters}), leaving nothing.
+     */
+    private static Dataset<Row> tableContributions(Plan plan, Dataset<Row> table, StructType target) {
+        List<Output> outputs = plan.outputs();
+        List<Column> columns = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            for (Output o : outputs) {
+                if (o.kind().equals(Output.KEY) && o.group() == g) {
+                    columns.add(col(o.name()).cast(groupType(plan, g, target)).as(key(g)));
+                    break;
+                }
+            }
+        }
+        for (int i = 0; i < outputs.size(); i++) {
+            Output o = outputs.get(i);
+            if (o.kind().equals(Output.KEY)) {
+                continue;
+            }
+            columns.add(col(o.name()).as(part("", i)));
+            if (o.kind().equals(Output.SUM)) {
+                int counter = sumCounter(outputs, o);
+                // Unknown without a counter: only additions are applied then (see aggregateStep), and SUM over
+                // the table's value and the added ones is NULL exactly when all of them are.
+                columns.add((counter < 0 ? functions.lit(0L) : col(outputs.get(counter).name()))
+                        .cast(DataTypes.LongType).as(part("nn", i)));
+            }
+        }
+        columns.add(functions.lit(0L).as(LEAVING));
+        return table.select(columns.toArray(new Column[0]));
+    }
+
+    /** Contributions summed per group (the same shape: one row per group). */
+    private static Dataset<Row> summed(Plan plan, Dataset<Row> contributions) {
+        List<Output> outputs = plan.outputs();
+        List<Column> keys = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            keys.add(col(key(g)));
+        }
+        List<Column> values = new ArrayList<>();
+        for (int i = 0; i < outputs.size(); i++) {
+            Output o = outputs.get(i);
+            switch (o.kind()) {
+                case Output.KEY -> {
+                    continue;
+                }
+                case Output.MIN -> values.add(functions.min(col(part("", i))).as(part("", i)));
+                case Output.MAX -> values.add(functions.max(col(part("", i))).as(part("", i)));
+                case Output.SUM -> {
+                    values.add(functions.sum(col(part("", i))).as(part("", i)));
+                    values.add(functions.sum(col(part("nn", i))).as(part("nn", i)));
+                }
+                default -> values.add(functions.sum(col(part("", i))).as(part("", i)));
+            }
+        }
+        values.add(functions.sum(col(LEAVING)).as(LEAVING));
+        return contributions.groupBy(keys.toArray(new Column[0]))
+                .agg(values.get(0), values.subList(1, values.size()).toArray(new Column[0]));
+    }
+
+    /**
+     * A grouped aggregate: the table's groups at {@code base} and the feed's rows, as contributions of one
+     * shape, summed per group in ONE aggregation (one shuffle; no join), groups whose COUNT(*) reaches 0
+     * dropped. When the range may remove rows (not {@code addsOnly}) the feed's contributions are summed
+     * first, once, to see whether any row leaves; then the step falls back when the table lacks what tells
+     * the result exactly: MIN/MAX (a removed minimum cannot be replaced from the table), no COUNT of
+     * never-null values (a group's emptiness), a SUM(x) over nullable x without COUNT(x) beside it (whether
+     * the sum is NULL).
      */
     private static Step aggregateStep(SparkSession spark, Plan plan, Dataset<Row> rows, String target, long base,
                                       StructType targetSchema, boolean addsOnly) {
         List<Output> outputs = plan.outputs();
-        Dataset<Row> delta = delta(plan, rows);
-        boolean leaving = false;
+        Dataset<Row> feed = feedContributions(plan, rows, targetSchema);
+        int groupCount = groupCount(outputs);
         if (!addsOnly) {
-            delta = once(delta);
-            Row leavingRow = delta.agg(functions.max(col("__streamcat_leaving"))).first();
-            leaving = !leavingRow.isNullAt(0) && leavingRow.getLong(0) > 0;
-        }
-
-        // Which output column, if any, counts the rows of each group (COUNT(*), COUNT of a never-null value).
-        int groupCount = -1;
-        for (int i = 0; i < outputs.size() && groupCount < 0; i++) {
-            if (outputs.get(i).kind().equals(Output.COUNT) && !outputs.get(i).argument().nullable()) {
-                groupCount = i;
-            }
-        }
-        if (leaving) {
-            String why = null;
-            if (groupCount < 0) {
-                why = "the sources removed rows, and no COUNT(*) in the query tells when a group becomes empty";
-            }
-            for (Output o : outputs) {
-                if (why == null && (o.kind().equals(Output.MIN) || o.kind().equals(Output.MAX))) {
-                    why = "the sources removed rows, and MIN/MAX cannot be maintained through removals";
-                }
-                if (why == null && o.kind().equals(Output.SUM) && o.argument().nullable()
-                        && nonNullCount(outputs, o.argument()) < 0) {
-                    why = "the sources removed rows, and SUM(" + o.argument().sql() + ") has no COUNT("
-                            + o.argument().sql() + ") beside it to tell when it becomes NULL";
+            feed = once(summed(plan, feed));
+            Row leavingRow = feed.agg(functions.max(col(LEAVING))).first();
+            if (!leavingRow.isNullAt(0) && leavingRow.getLong(0) > 0) {
+                String why = whyNotThroughRemovals(outputs, groupCount);
+                if (why != null) {
+                    return Step.fallback(why);
                 }
             }
-            if (why != null) {
-                return Step.fallback(why);
-            }
         }
-
-        Dataset<Row> current = old(spark, target, base).withColumn(OLD, functions.lit(true));
-        Column on = null;
-        for (Output o : outputs) {
-            if (o.kind().equals(Output.KEY)) {
-                Column same = col(o.name()).eqNullSafe(col("__streamcat_k" + o.group()));
-                on = on == null ? same : on.and(same);
-            }
-        }
-        Dataset<Row> joined = current.join(delta, on, "full_outer");
-        Column wasThere = col(OLD).isNotNull();
+        Dataset<Row> all = summed(plan, tableContributions(plan, old(spark, target, base), targetSchema)
+                .unionAll(feed));
         List<Column> next = new ArrayList<>();
         for (int i = 0; i < outputs.size(); i++) {
             Output o = outputs.get(i);
-            Column before = col(o.name());
-            Column d = col("__streamcat_d" + i);
             Column value = switch (o.kind()) {
-                case Output.KEY -> functions.when(wasThere, before).otherwise(col("__streamcat_k" + o.group()));
-                case Output.COUNT -> functions.coalesce(before, functions.lit(0L))
-                        .plus(functions.coalesce(d, functions.lit(0L)));
-                case Output.MIN -> functions.least(before, d);
-                case Output.MAX -> functions.greatest(before, d);
-                default -> sumValue(outputs, o, i, leaving, groupCount);
+                case Output.KEY -> col(key(o.group()));
+                // NULL when no non-null value is left; SUM over the table's value and the added ones when
+                // the count is unknown (additions only: see tableContributions).
+                case Output.SUM -> sumCounter(outputs, o) < 0 ? col(part("", i))
+                        : functions.when(col(part("nn", i)).equalTo(0), functions.lit(null)).otherwise(col(part("", i)));
+                default -> col(part("", i));
             };
             next.add(value.as(o.name()));
         }
-        Dataset<Row> merged = joined.select(next.toArray(new Column[0]));
+        Dataset<Row> merged = all.select(next.toArray(new Column[0]));
         if (groupCount >= 0) {
             merged = merged.filter(col(outputs.get(groupCount).name()).gt(0));
         }
         return new Step(conform(merged, targetSchema), false, null);
+    }
+
+    /** Which output column, if any, counts the rows of each group (COUNT(*), COUNT of a never-null value). */
+    private static int groupCount(List<Output> outputs) {
+        for (int i = 0; i < outputs.size(); i++) {
+            if (outputs.get(i).kind().equals(Output.COUNT) && !outputs.get(i).argument().nullable()) {
+                return i;
+            }
+        }
+        return -1;
+    }
+
+    /** Why the outputs cannot be maintained through the removal of rows, or null when they can. */
+    private static String whyNotThroughRemovals(List<Output> outputs, int groupCount) {
+        if (groupCount < 0) {
+            return "the sources removed rows, and no COUNT(*) in the query tells when a group becomes empty";
+        }
+        for (Output o : outputs) {
+            if (o.kind().equals(Output.MIN) || o.kind().equals(Output.MAX)) {
+                return "the sources removed rows, and MIN/MAX cannot be maintained through removals";
+            }
+            if (o.kind().equals(Output.SUM) && sumCounter(outputs, o) < 0) {
+                return "the sources removed rows, and SUM(" + o.argument().sql() + ") has no COUNT("
+                        + o.argument().sql() + ") beside it to tell when it becomes NULL";
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The output COUNT that tells how many non-null values a SUM adds up: COUNT(x) of its x, or for a
+     * never-null x the group's COUNT(*); -1 when there is none.
+     */
+    private static int sumCounter(List<Output> outputs, Output sum) {
+        return sum.argument().nullable() ? nonNullCount(outputs, sum.argument()) : groupCount(outputs);
     }
 
     /** The index of an output COUNT(x) of the same x (whether a SUM(x) is NULL follows from it), or -1. */
@@ -539,24 +635,5 @@ final class IncrementalRefresh {
             }
         }
         return -1;
-    }
-
-    /**
-     * A SUM's next value. With additions only: the delta's sum added, a NULL sum (all values NULL so far)
-     * replaced by it, and kept when the delta had no value. With removals: NULL when no non-null value is
-     * left (the old COUNT(x) plus the delta's signed count of non-null x), else old plus delta.
-     */
-    private static Column sumValue(List<Output> outputs, Output o, int i, boolean leaving, int groupCount) {
-        Column before = col(o.name());
-        Column d = col("__streamcat_d" + i);
-        Column nn = functions.coalesce(col("__streamcat_nn" + i), functions.lit(0L));
-        if (!leaving) {
-            return functions.when(nn.equalTo(0), before).when(before.isNull(), d).otherwise(before.plus(d));
-        }
-        int counter = o.argument().nullable() ? nonNullCount(outputs, o.argument()) : groupCount;
-        Column left = functions.coalesce(col(outputs.get(counter).name()), functions.lit(0L))
-                .plus(functions.coalesce(col("__streamcat_d" + counter), functions.lit(0L)));
-        return functions.when(left.equalTo(0), functions.lit(null).cast(o.argument().dataType()))
-                .otherwise(functions.coalesce(before, functions.lit(0)).plus(functions.coalesce(d, functions.lit(0))));
     }
 }

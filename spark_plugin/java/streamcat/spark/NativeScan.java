@@ -142,53 +142,69 @@ final class NativeScan {
         if (!needsNoMerge(chunks, !state.primaryKey().isEmpty())) {
             return Optional.empty();
         }
+        List<JsonNode> listed = new ArrayList<>();
+        chunks.forEach(listed::add);
+        Files files = files(state, options, tableSchema, location, listed);
+        if (files == null) {
+            return Optional.empty();
+        }
+        Scan parquet = PythonSourceBridge.parquetScan(files.statuses(), tableSchema, required, filters,
+                files.readOptions());
+        return Optional.of(new Native(parquet, python));
+    }
+
+    /** The chunk files of a native scan, in chunk order, and the reader settings that read them as the table. */
+    record Files(List<FileStatus> statuses, Map<String, String> readOptions) {
+    }
+
+    /**
+     * The files of {@code chunks} (columnar chunks of the table at {@code location}) with the reader settings
+     * under which Spark's reader reads each as the Python reader does, or null when some file is not read
+     * the same way (the rules of the class comment: field ids, spellings, types, defaults).
+     */
+    static Files files(TableState state, Map<String, String> options, StructType tableSchema,
+                               String location, List<JsonNode> chunks) {
         boolean tableIds = hasFieldIds(tableSchema);
         List<ChunkFile> found = new ArrayList<>();
         boolean allIds = true;
         for (JsonNode chunk : chunks) {
             ChunkFile file = chunkFile(location + "/" + chunk.path("path").asText());
             if (file == null) {
-                return Optional.empty();
+                return null;
             }
             found.add(file);
             allIds &= hasFieldIds(file.schema());
         }
-        List<FileStatus> files = new ArrayList<>();
-        Scan parquet;
+        List<FileStatus> statuses = new ArrayList<>();
         if (tableIds && allIds) {
             // Every file has Parquet field ids: Spark's reader matches columns by id, as the Python reader
             // does, so renamed columns read their old data natively.
             for (ChunkFile file : found) {
                 if (!readsById(file.schema(), tableSchema)) {
-                    return Optional.empty();
+                    return null;
                 }
-                files.add(file.status());
+                statuses.add(file.status());
             }
-            parquet = PythonSourceBridge.parquetScan(files, tableSchema, required, filters, Map.of(ID_READS, "true"));
-        } else {
-            int i = 0;
-            for (JsonNode chunk : chunks) {
-                ChunkFile file = found.get(i++);
-                StructType schema = file.schema();
-                if (tableIds && !hasFieldIds(schema)) {
-                    JsonNode writer = writerSchema(state, options, chunk);
-                    Map<String, VersionField> ids = writer == null ? null : versionIds(writer);
-                    if (ids == null) {
-                        return Optional.empty();
-                    }
-                    schema = withVersionIds(schema, ids);
-                }
-                if (!(tableIds ? readsAsTable(schema, tableSchema) : readsByName(schema, tableSchema))) {
-                    return Optional.empty();
-                }
-                files.add(file.status());
-            }
-            // Matched by name whatever the session says, as checked above; Spark's reader refuses a read schema
-            // with field ids over a file without any unless told to ignore that.
-            parquet = PythonSourceBridge.parquetScan(files, tableSchema, required, filters,
-                    Map.of(ID_READS, "false", IGNORE_MISSING_IDS, "true"));
+            return new Files(statuses, Map.of(ID_READS, "true"));
         }
-        return Optional.of(new Native(parquet, python));
+        for (int i = 0; i < chunks.size(); i++) {
+            StructType schema = found.get(i).schema();
+            if (tableIds && !hasFieldIds(schema)) {
+                JsonNode writer = writerSchema(state, options, chunks.get(i));
+                Map<String, VersionField> ids = writer == null ? null : versionIds(writer);
+                if (ids == null) {
+                    return null;
+                }
+                schema = withVersionIds(schema, ids);
+            }
+            if (!(tableIds ? readsAsTable(schema, tableSchema) : readsByName(schema, tableSchema))) {
+                return null;
+            }
+            statuses.add(found.get(i).status());
+        }
+        // Matched by name whatever the session says, as checked above; Spark's reader refuses a read schema
+        // with field ids over a file without any unless told to ignore that.
+        return new Files(statuses, Map.of(ID_READS, "false", IGNORE_MISSING_IDS, "true"));
     }
 
     /**

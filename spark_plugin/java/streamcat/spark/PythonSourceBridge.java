@@ -24,6 +24,7 @@ import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.execution.datasources.DataSourceManager;
 import org.apache.spark.sql.execution.datasources.FileStatusCache;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.execution.datasources.PartitionSpec;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter;
@@ -52,10 +53,11 @@ import scala.runtime.BoxedUnit;
 /**
  * Every use of Spark-internal classes lives here: Spark's Python data source machinery
  * (PythonDataSourceV2 and its scan and write builders) and Spark's own Parquet scan
- * (ParquetScanBuilder over an InMemoryFileIndex fed by a FileStatusCache of the known files,
+ * (ParquetScanBuilder over an InMemoryFileIndex fed by a FileStatusCache of the known files, or a
+ * subclass of it whose partitions are given groups of files,
  * ParquetToSparkSchemaConverter) and Parquet write (ParquetFileFormat's write setup and
  * ParquetWriteSupport), which change between releases. No other class of the shim touches an
- * internal class; {@link NativeScan} decides when the Parquet scan may be used and calls
+ * internal class; {@link NativeScan} and {@link NativeFeed} decide when the Parquet scan may be used and call
  * {@link #parquetScan} / {@link #parquetSchema}, {@link NativeWrite} decides when the Parquet
  * write may be used and calls {@link #parquetWriteConf} / {@link #parquetFile}.
  *
@@ -147,13 +149,58 @@ final class PythonSourceBridge {
     static Scan parquetScan(List<FileStatus> files, StructType dataSchema, StructType required, Filter[] filters,
                             Map<String, String> options) {
         SparkSession session = SparkSession.active();
+        InMemoryFileIndex index = new InMemoryFileIndex(session, paths(files), Map$.MODULE$.empty(),
+                Option.apply(dataSchema), knownFiles(files), Option.apply(PartitionSpec.emptySpec()), Option.empty());
+        return parquetScan(session, index, dataSchema, dataSchema, required, filters, options);
+    }
+
+    /**
+     * The same scan over groups of files that each carry constant values of {@code partitionSchema}'s
+     * columns (the columns follow the files' in the rows, as Hive partition columns do): each group's
+     * values are its files' values, whatever directory they are in. {@code filters} must name columns of
+     * {@code dataSchema} only.
+     */
+    static Scan parquetScan(List<Map.Entry<InternalRow, List<FileStatus>>> groups, StructType dataSchema,
+                            StructType partitionSchema, StructType required, Filter[] filters,
+                            Map<String, String> options) {
+        SparkSession session = SparkSession.active();
+        List<FileStatus> files = new ArrayList<>();
+        List<PartitionDirectory> directories = new ArrayList<>();
+        for (Map.Entry<InternalRow, List<FileStatus>> group : groups) {
+            files.addAll(group.getValue());
+            directories.add(PartitionDirectory.apply(group.getKey(), group.getValue().toArray(new FileStatus[0])));
+        }
+        StructType schema = dataSchema.merge(partitionSchema, true);
+        InMemoryFileIndex index = new GroupedFileIndex(session, paths(files), schema, knownFiles(files),
+                partitionSchema, CollectionConverters.asScala(directories).toList());
+        return parquetScan(session, index, schema, dataSchema, required, filters, options);
+    }
+
+    private static Scan parquetScan(SparkSession session, InMemoryFileIndex index, StructType schema,
+                                    StructType dataSchema, StructType required, Filter[] filters,
+                                    Map<String, String> options) {
+        ParquetScanBuilder builder = new ParquetScanBuilder(session, index, schema, dataSchema,
+                new CaseInsensitiveStringMap(options));
+        builder.pruneColumns(required);
+        builder.pushedDataFilters_$eq(builder.pushDataFilters(filters));
+        return builder.build();
+    }
+
+    private static scala.collection.immutable.List<Path> paths(List<FileStatus> files) {
         List<Path> paths = new ArrayList<>();
-        Map<Path, FileStatus[]> known = new HashMap<>();
         for (FileStatus status : files) {
             paths.add(status.getPath());
+        }
+        return CollectionConverters.asScala(paths).toList();
+    }
+
+    /** A file status cache that answers the given statuses, so that the file index lists nothing. */
+    private static FileStatusCache knownFiles(List<FileStatus> files) {
+        Map<Path, FileStatus[]> known = new HashMap<>();
+        for (FileStatus status : files) {
             known.put(status.getPath(), new FileStatus[] {status});
         }
-        FileStatusCache statuses = new FileStatusCache() {
+        return new FileStatusCache() {
             @Override
             public Option<FileStatus[]> getLeafFiles(Path path) {
                 return Option.apply(known.get(path));
@@ -167,14 +214,31 @@ final class PythonSourceBridge {
             public void invalidateAll() {
             }
         };
-        InMemoryFileIndex index = new InMemoryFileIndex(session, CollectionConverters.asScala(paths).toList(),
-                Map$.MODULE$.empty(), Option.apply(dataSchema), statuses, Option.apply(PartitionSpec.emptySpec()),
-                Option.empty());
-        ParquetScanBuilder builder = new ParquetScanBuilder(session, index, dataSchema, dataSchema,
-                new CaseInsensitiveStringMap(options));
-        builder.pruneColumns(required);
-        builder.pushedDataFilters_$eq(builder.pushDataFilters(filters));
-        return builder.build();
+    }
+
+    /**
+     * A file index whose partitions are given groups of files rather than directories: Spark's index maps
+     * a partition to a directory, and one directory holds the files of many groups (commits).
+     */
+    private static final class GroupedFileIndex extends InMemoryFileIndex {
+        private final scala.collection.immutable.Seq<PartitionDirectory> directories;
+
+        GroupedFileIndex(SparkSession session, scala.collection.immutable.Seq<Path> paths, StructType schema,
+                         FileStatusCache statuses, StructType partitionSchema,
+                         scala.collection.immutable.Seq<PartitionDirectory> directories) {
+            super(session, paths, Map$.MODULE$.empty(), Option.apply(schema), statuses,
+                    Option.apply(PartitionSpec.apply(partitionSchema, CollectionConverters.asScala(
+                            List.<org.apache.spark.sql.execution.datasources.PartitionPath>of()).toList())),
+                    Option.empty());
+            this.directories = directories;
+        }
+
+        @Override
+        public scala.collection.immutable.Seq<PartitionDirectory> listFiles(
+                scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression> partitionFilters,
+                scala.collection.immutable.Seq<org.apache.spark.sql.catalyst.expressions.Expression> dataFilters) {
+            return directories;
+        }
     }
 
     /** The status of {@code file} (a path or URI) on its Hadoop filesystem. */

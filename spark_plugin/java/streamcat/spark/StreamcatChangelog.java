@@ -8,7 +8,6 @@ import org.apache.spark.sql.connector.expressions.Expressions;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.types.DataTypes;
-import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -23,7 +22,8 @@ import java.util.Map;
  * {@code spark.read.changes}, {@code spark.readStream.changes}): the table's columns plus
  * {@code _change_type}, {@code _commit_version} (the commit number) and {@code _commit_timestamp}
  * (the commit's time, strictly increasing per table). The Python source computes it from the
- * chunks of the commits in the range (docs/changelog-tables.md, "Change feeds").
+ * chunks of the commits in the range (docs/changelog-tables.md, "Change feeds"), or Spark's Parquet scan
+ * reads it when the range only appends columnar chunks to an append table ({@link NativeFeed}).
  *
  * A primary-key table's feed shows updates as pre- and post-images identified by the key; an append
  * table has no row identity across commits, so its updates show as a delete and an insert.
@@ -49,15 +49,18 @@ final class StreamcatChangelog implements Changelog {
 
     private StructType schema() {
         List<StructField> fields = new ArrayList<>(List.of(table.schema().fields()));
-        fields.add(new StructField(CHANGE_TYPE, DataTypes.StringType, false, Metadata.empty()));
-        fields.add(new StructField(COMMIT_VERSION, DataTypes.LongType, false, Metadata.empty()));
-        fields.add(new StructField(COMMIT_TIMESTAMP, DataTypes.TimestampType, false, Metadata.empty()));
+        fields.addAll(List.of(FEED_COLUMNS.fields()));
         return new StructType(fields.toArray(new StructField[0]));
     }
 
-    private static final String CHANGE_TYPE = "_change_type";
-    private static final String COMMIT_VERSION = "_commit_version";
-    private static final String COMMIT_TIMESTAMP = "_commit_timestamp";
+    static final String CHANGE_TYPE = "_change_type";
+    static final String COMMIT_VERSION = "_commit_version";
+    static final String COMMIT_TIMESTAMP = "_commit_timestamp";
+    /** The feed's own columns, as they follow the table's in every feed row. */
+    static final StructType FEED_COLUMNS = new StructType()
+            .add(CHANGE_TYPE, DataTypes.StringType, false)
+            .add(COMMIT_VERSION, DataTypes.LongType, false)
+            .add(COMMIT_TIMESTAMP, DataTypes.TimestampType, false);
 
     @Override
     public Column[] columns() {
@@ -119,6 +122,6 @@ final class StreamcatChangelog implements Changelog {
         for (Map.Entry<String, String> e : bounds.entrySet()) {
             ranged = ranged.at(e.getKey(), e.getValue());
         }
-        return ranged.newScanBuilder(options, schema());
+        return ranged.newFeedScanBuilder(options, schema());
     }
 }

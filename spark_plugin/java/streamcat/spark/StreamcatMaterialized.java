@@ -25,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
+import java.util.WeakHashMap;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -381,8 +382,9 @@ final class StreamcatMaterialized {
                 }
             }
             String query = mt.path("queryText").asText();
-            IncrementalRefresh.Plan plan = IncrementalRefresh.analyze(spark, catalog, query,
-                    new ArrayList<>(cuts.keySet()));
+            // The one source a query maintained incrementally reads, described (its schema keys the plan).
+            JsonNode source = cuts.size() == 1 ? client.get(tablePath(cuts.keySet().iterator().next())) : null;
+            IncrementalRefresh.Plan plan = plan(spark, query, new ArrayList<>(cuts.keySet()), source);
             String method;
             if (!"continuous".equals(mt.path("effectiveRefreshMode").asText())) {
                 method = "full: the refresh mode is full";
@@ -391,20 +393,18 @@ final class StreamcatMaterialized {
             } else if (force) {
                 method = "full: forced";
             } else {
-                JsonNode source = mt.path("sources").get(0);
-                if (mt.path("refreshCommit").asLong() == 0 || source.path("consumedCut").isNull()) {
+                JsonNode consumed = mt.path("sources").get(0).path("consumedCut");
+                if (mt.path("refreshCommit").asLong() == 0 || consumed.isNull()) {
                     method = "full: first refresh of this query";
                 } else {
-                    long from = source.path("consumedCut").asLong();
+                    long from = consumed.asLong();
                     String[] parts = plan.source().split("\\.", 2);
                     long to = cuts.get(plan.source());
-                    JsonNode read = client.get("/v1/scopes/" + CatalogRestClient.segment(parts[0]) + "/tables/"
-                            + CatalogRestClient.segment(parts[1]));
-                    if (from < read.path("stream").path("retainedFrom").asLong(0)) {
+                    if (from < source.path("stream").path("retainedFrom").asLong(0)) {
                         method = "full: the change feed of " + plan.source() + " from cut " + from + " is expired";
                     } else {
                         step = IncrementalRefresh.step(spark, plan, quoted(catalog, parts[0], parts[1]), from, to,
-                                target, base, schema, onlyAdds(read, parts, from, to));
+                                target, base, schema, onlyAdds(source, parts, from, to));
                         method = step.fallback() == null ? "incremental: " + plan.kind() : "full: " + step.fallback();
                     }
                 }
@@ -434,6 +434,49 @@ final class StreamcatMaterialized {
             spark.catalog().setCurrentCatalog(catalogBefore);
             spark.catalog().setCurrentDatabase(namespaceBefore);
         }
+    }
+
+    /** The server path of a table named "scope.table". */
+    private static String tablePath(String scopeAndTable) {
+        String[] parts = scopeAndTable.split("\\.", 2);
+        return "/v1/scopes/" + CatalogRestClient.segment(parts[0]) + "/tables/" + CatalogRestClient.segment(parts[1]);
+    }
+
+    /** Incremental plans made on each session, by what they depend on (see {@link #plan}). */
+    private static final Map<SparkSession, Map<String, IncrementalRefresh.Plan>> PLANS = new WeakHashMap<>();
+    private static final int PLANS_PER_SESSION = 256;
+
+    /**
+     * How continuous mode maintains the query ({@link IncrementalRefresh#analyze}), remembered per session when
+     * incremental: such a plan depends only on the query's text, the catalog and namespace it is analyzed
+     * in, and its one source's schema, so a refresher's steps analyze the query once instead of each time.
+     */
+    private IncrementalRefresh.Plan plan(SparkSession spark, String query, List<String> sources, JsonNode source) {
+        if (source == null) {
+            return IncrementalRefresh.analyze(spark, catalog, query, sources);
+        }
+        String key = String.join("\u0000", catalog, spark.catalog().currentCatalog(),
+                spark.catalog().currentDatabase(), query, sources.get(0), source.path("schema").toString());
+        Map<String, IncrementalRefresh.Plan> plans;
+        synchronized (PLANS) {
+            plans = PLANS.computeIfAbsent(spark, s -> new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, IncrementalRefresh.Plan> eldest) {
+                    return size() > PLANS_PER_SESSION;
+                }
+            });
+            IncrementalRefresh.Plan known = plans.get(key);
+            if (known != null) {
+                return known;
+            }
+        }
+        IncrementalRefresh.Plan plan = IncrementalRefresh.analyze(spark, catalog, query, sources);
+        if (plan.incremental()) {
+            synchronized (PLANS) {
+                plans.put(key, plan);
+            }
+        }
+        return plan;
     }
 
     /** Whether the commits of a source in (from, to] only add rows: appends to an append table. */

@@ -25,9 +25,9 @@ import java.util.Optional;
  * evaluates every filter on the rows that are read (all are returned as post-scan filters).
  * The filters travel to Python as JSON in the {@code streamcat.filters} option.
  *
- * A scan of the table's own rows (given the table's {@link TableState}) may instead be Spark's
- * Parquet scan over the snapshot's chunk files, when {@link NativeScan} finds that the snapshot
- * needs nothing the Python source does; it gets the same pruned schema and every filter.
+ * A scan may instead be Spark's Parquet scan over chunk files, when the snapshot ({@link NativeScan})
+ * or the change feed's range ({@link NativeFeed}) needs nothing the Python source does; it gets the
+ * same pruned schema and every filter.
  */
 final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPushDownRequiredColumns {
     static final String FILTERS_OPTION = "streamcat.filters";
@@ -37,19 +37,23 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
     private Filter[] pushed = new Filter[0];
     private Filter[] offered = new Filter[0];
     private ArrayNode filterJson = CatalogRestClient.array();
-    /** The table's state when this scans the table's rows (the native path may apply), else null. */
+    /** The table's state (a native path may apply). */
     private final TableState table;
+    /** The rows the scan reads, before pruning: the table's, or its change feed's. */
     private final StructType tableSchema;
-
-    StreamcatScanBuilder(StructType tableSchema, Map<String, String> options) {
-        this(tableSchema, options, null);
-    }
+    /** The table's columns, when this scans its change feed; else null. */
+    private final StructType feedOf;
 
     StreamcatScanBuilder(StructType tableSchema, Map<String, String> options, TableState table) {
-        this.required = tableSchema;
-        this.tableSchema = tableSchema;
+        this(tableSchema, options, table, null);
+    }
+
+    StreamcatScanBuilder(StructType readSchema, Map<String, String> options, TableState table, StructType feedOf) {
+        this.required = readSchema;
+        this.tableSchema = readSchema;
         this.options = options;
         this.table = table;
+        this.feedOf = feedOf;
     }
 
     @Override
@@ -81,14 +85,10 @@ final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPus
 
     @Override
     public Scan build() {
-        if (table != null) {
-            Optional<Scan> scan = NativeScan.plan(table, tableSchema, options, required, offered, filterJson,
-                    this::pythonScan);
-            if (scan.isPresent()) {
-                return scan.get();
-            }
-        }
-        return pythonScan();
+        Optional<Scan> scan = feedOf != null
+                ? NativeFeed.plan(table, feedOf, options, required, offered, this::pythonScan)
+                : NativeScan.plan(table, tableSchema, options, required, offered, filterJson, this::pythonScan);
+        return scan.orElseGet(this::pythonScan);
     }
 
     /** The Python data source's scan of the pruned columns, with the filters it can use. */

@@ -176,9 +176,10 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
         return new StreamcatScanBuilder(schema, merge(options), state);
     }
 
-    /** A scan of rows of {@code readSchema} (the table's, or its change feed's). */
-    ScanBuilder newScanBuilder(CaseInsensitiveStringMap options, StructType readSchema) {
-        return new StreamcatScanBuilder(readSchema, merge(options));
+    /** A scan of the table's change feed: rows of {@code feedSchema}, the table's columns and the feed's. */
+    ScanBuilder newFeedScanBuilder(CaseInsensitiveStringMap options, StructType feedSchema) {
+        // Spark's Parquet scan when the range only appends columnar chunks (NativeFeed).
+        return new StreamcatScanBuilder(feedSchema, merge(options), state, schema);
     }
 
     /** Refuses a user's write into a materialized table: only its refreshes (and compactions) write it. */

@@ -19,6 +19,14 @@ record TableState(List<String> primaryKey, String constraintName, long lastCommi
         return client.get(streamPath + "/chunks?streamCut=" + cut).path("chunks");
     }
 
+    /**
+     * The non-compaction commits in ({@code after}, {@code to}] ({@code to} null: the latest), oldest first,
+     * each with the chunks it added ({@code chunks}) and removed ({@code removed}).
+     */
+    JsonNode changes(long after, Long to) {
+        return client.get(streamPath + "/changes?after=" + after + (to == null ? "" : "&to=" + to)).path("changes");
+    }
+
     /** The current spec's id (0: unpartitioned). */
     long specId() {
         return partitionSpec.path("specId").asLong(0);
