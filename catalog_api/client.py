@@ -9,7 +9,7 @@ will check them; answers are checked against them too, and handed back as plain 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import requests
@@ -17,12 +17,14 @@ from pydantic import BaseModel
 
 from catalog_api.api import models as wire
 from catalog_api.errors import CommitConflict
-from catalog_api.materialized.wire import MaterializedTableList
 from catalog_api.model import Chunk, Plan
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
 from registry.client import raise_for, read, write
 from registry.credentials import ClientCert, Credentials
+
+if TYPE_CHECKING:
+    from catalog_api.materialized.wire import MaterializedTableList
 
 #: Page size of the listings the client walks through.
 _PAGE = 500
@@ -202,6 +204,9 @@ class CatalogClient:
 
     def list_materialized_tables(self, scope: str) -> list[dict[str, Any]]:
         """Every materialized table of a scope, each with its refresh state and lag."""
+        # imported here: the other calls (a CDC ingest's, say) need none of the materialized tables' models
+        from catalog_api.materialized.wire import MaterializedTableList
+
         return list(self._pages(f"/v1/scopes/{_q(scope)}/materializedTables", MaterializedTableList,
                                 "materializedTables"))
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from catalog_api.schema import avro, jsonschema, protobuf
+from catalog_api.schema import avro
 from catalog_api.schema.defaults import check_defaults
 from catalog_api.schema.errors import UnsupportedType
 from catalog_api.schema.fieldids import assign_field_ids, has_field_ids
@@ -75,7 +75,11 @@ def to_schema(struct: dict[str, Any], fmt: str, name: str, namespace: str | None
     if kind == "avro":
         return avro.to_schema(model, name, namespace)
     if kind == "protobuf":
+        from catalog_api.schema import protobuf
+
         return protobuf.to_schema(model, name, namespace)
+    from catalog_api.schema import jsonschema
+
     return jsonschema.to_schema(model, name, namespace)
 
 
@@ -86,8 +90,12 @@ def to_struct(fmt: str, schema: bytes, type_name: str) -> dict[str, Any]:
     if kind == "avro":
         model = avro.to_struct(schema, type_name)
     elif kind == "protobuf":
+        from catalog_api.schema import protobuf
+
         model = protobuf.to_struct(schema, type_name)
     else:
+        from catalog_api.schema import jsonschema
+
         model = jsonschema.to_struct(schema, type_name)
     return model.json()
 

@@ -37,17 +37,18 @@ __all__ = ["DELETE", "DELETES_KIND", "GROUP_PRIMARY_KEY", "MERGE_ENGINE", "MERGE
            "write_change_chunk", "write_position_deletes"]
 
 
-def write_change_chunk(location: str, path: str, table: pa.Table, ops: pa.Array | None, encoding_id: int) -> ChunkStats:
+def write_change_chunk(location: str, path: str, table: pa.Table, ops: pa.Array | None, encoding_id: int, *,
+                       dictionary: bool | Sequence[str] = True) -> ChunkStats:
     """Write ``table`` (rows in the table's schema) as a columnar chunk whose rows upsert or delete their keys.
 
     ``ops`` holds one ``UPSERT``/``DELETE`` per row; ``None`` means every row upserts, and then the chunk
-    is an ordinary columnar chunk.
+    is an ordinary columnar chunk. ``dictionary``: as for :func:`write_columnar_chunk`.
     """
     if ops is not None:
         if len(ops) != table.num_rows:
             raise ValueError(f"{len(ops)} row kinds for {table.num_rows} rows")
         table = table.append_column(pa.field(OP_COLUMN, pa.int8(), nullable=False), [ops.cast(pa.int8())])
-    return write_columnar_chunk(location, path, table, encoding_id)
+    return write_columnar_chunk(location, path, table, encoding_id, dictionary=dictionary)
 
 
 def write_position_deletes(location: str, path: str, paths: Sequence[str] | pa.Array,

@@ -17,7 +17,7 @@ docs/partitioning.md): :func:`partition_pieces` cuts rows that way.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -257,9 +257,11 @@ def with_field_ids(table: pa.Table, schema: dict[str, Any]) -> pa.Table:
 
 
 def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id: int,
-                         schema: dict[str, Any] | None = None) -> ChunkStats:
+                         schema: dict[str, Any] | None = None, *,
+                         dictionary: bool | Sequence[str] = True) -> ChunkStats:
     """Write ``table`` as a Parquet chunk whose rows are all of one encoding id; ``schema``, that encoding's
-    Spark schema (StructType JSON), gives the columns their Parquet field ids."""
+    Spark schema (StructType JSON), gives the columns their Parquet field ids. ``dictionary``: the columns
+    Parquet dictionary-encodes (True: all, its default)."""
     if schema is not None:
         table = with_field_ids(table, schema)
     fs, root = storage.resolve(location)
@@ -269,7 +271,8 @@ def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id:
     metadata[ENCODING_ID_KEY] = str(encoding_id).encode()
     metadata[CHUNK_VERSION_KEY] = b"1"
     table = table.replace_schema_metadata(metadata)
-    pq.write_table(table, full, filesystem=fs, compression="zstd")
+    pq.write_table(table, full, filesystem=fs, compression="zstd",
+                   use_dictionary=dictionary if isinstance(dictionary, bool) else list(dictionary))
     size = fs.get_file_info(full).size or 0
     return ChunkStats(event_count=table.num_rows, bytes=size, encoding_ids={encoding_id}, stats=column_stats(table))
 

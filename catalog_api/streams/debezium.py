@@ -393,6 +393,26 @@ def _from_raw(values: pa.Array, target: pa.DataType, hint: _Hint, decimal_mode: 
     return _convert_unchecked(values.to_pylist(), target, hint, decimal_mode)
 
 
+def _last_of_each(values: np.ndarray) -> np.ndarray:
+    """The positions of the last occurrence of each of the integers ``values``, in order."""
+    if not len(values):
+        return np.zeros(0, np.int64)
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    positions = np.arange(len(values))
+    if span <= 8 * len(values):
+        # Keys close together (ids, sequences): a table by key, in one pass, instead of a sort (20x faster).
+        # Offsets in int64: a narrow signed type's would wrap (an unsigned one's cannot: no value is < low).
+        unsigned = values.dtype.kind == "u"
+        offsets = values - values.dtype.type(low) if unsigned else values.astype(np.int64) - low
+        last = np.full(span, -1, np.int64)
+        np.maximum.at(last, offsets, positions)
+        return np.flatnonzero(last[offsets] == positions)
+    # keys far apart: numpy's sort beats a hash aggregation here
+    _, first = np.unique(values[::-1], return_index=True)
+    return np.sort(len(values) - 1 - first)
+
+
 # -- the decoder -----------------------------------------------------------------------------------
 
 @dataclass
@@ -591,12 +611,10 @@ class DebeziumDecoder:
         count = keys.num_rows
         kept = np.arange(count, dtype=np.int64) if drop is None else np.flatnonzero(~drop)
         if keys.num_columns == 1 and pa.types.is_integer(keys.schema.types[0]):
-            # one integer key: numpy's sort beats a hash aggregation here
             values = keys.column(0).to_numpy()
             if drop is not None:
                 values = values[kept]
-            _, first = np.unique(values[::-1], return_index=True)
-            last = kept[len(values) - 1 - first]
+            last = kept[_last_of_each(values)]
         else:
             indexed = keys.append_column("__row", pa.array(kept if drop is None else np.arange(count, dtype=np.int64),
                                                            mask=drop))
@@ -1005,6 +1023,7 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
                 mark = SourceMark.from_property(recorded)
         decoder = DebeziumDecoder(writer.changes_schema(), layout, batch_size=batch_size, mark=mark,
                                   decimal_handling=decimal_handling)
+        writer.change_dictionary = _dictionary_columns(decoder.schema)
         batches = decoder.batches(events)
         fanned = None
         if workers != 1:
@@ -1015,7 +1034,7 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
                 fanned = parallel.ParallelDecoder(decoder, count)
                 batches = fanned.batches(events)
         for batch in batches:
-            writer.write_changes(batch.table, batch.ops)
+            writer.write_changes(batch.table, batch.ops, premerged=True)  # the decoder pre-merged it
             properties = {EVENTS_PROPERTY: str(batch.events)}
             if batch.mark is not None:
                 properties[POSITION_PROPERTY] = batch.mark.to_property()
@@ -1039,6 +1058,14 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
         writer._shut()
         if collecting:
             gc.enable()
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns of an ingest's change chunks worth Parquet's dictionary encoding: text and bytes, whose
+    values repeat (names, states, codes). Numbers, decimals and times of changed rows mostly do not, and
+    building a dictionary of them only to give it up doubled the time of writing a chunk."""
+    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
 
 
 def _account(result: IngestResult, decoder: DebeziumDecoder, started: float) -> None:

@@ -25,6 +25,7 @@ from catalog_api.streams.debezium import _RAW_TYPES, DebeziumDecoder, _direct, _
 
 _OPS = frozenset("crud")
 _D, _U = ord("d"), ord("u")
+_NEWLINE, _OPEN, _CLOSE, _N, _L = (ord(c) for c in "\n{}nl")
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, pa.ArrowInvalid, pa.ArrowTypeError,
                  pa.ArrowNotImplementedError, _Unconvertible, TypeError, ValueError, OverflowError,
                  ArithmeticError, AttributeError)
@@ -53,38 +54,52 @@ class DecodedBlock:
     rows: pa.Table
 
 
-def split_lines(data: bytes) -> list[bytes]:
-    """The lines of ``data`` as iterating a file gives them, without their line ends."""
-    parts = data.split(b"\n")
-    if parts and not parts[-1]:
-        parts.pop()
-    return parts
-
-
 def decode_block(decoder: DebeziumDecoder, data: bytes) -> tuple[int, DecodedBlock | None]:
     """(lines in ``data``, its decoded block or None when the sequential decoder must judge it)."""
-    parts = split_lines(data)
+    chars = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(chars == _NEWLINE)
+    if data and data[-1] != _NEWLINE:
+        ends = np.append(ends, len(data))  # the last line, without a line end
+    if not len(ends):
+        return 0, None
     try:
-        block = _decode(decoder, parts)
+        block = _decode(decoder, data, chars, ends)
     except _ERRORS:
         block = None
     if block is not None:
-        block.lines = len(parts)
-    return len(parts), block
+        block.lines = len(ends)
+    return len(ends), block
 
 
-def _decode(decoder: DebeziumDecoder, parts: list[bytes]) -> DecodedBlock | None:
-    tombstones = 0
-    if b"" in parts:
-        numbered = [(i, p) for i, p in enumerate(parts, 1) if p]
-        tombstones = len(parts) - len(numbered)
-        lines = [i for i, _ in numbered]
-        parts = [p for _, p in numbered]
-    else:
-        lines = list(range(1, len(parts) + 1))
-    gathered = _Gathered(decoder, tombstones)
-    for start in range(0, len(parts), _CHUNK):
-        if not gathered.add(parts[start:start + _CHUNK], lines[start:start + _CHUNK]):
+def _decode(decoder: DebeziumDecoder, data: bytes, chars: np.ndarray, ends: np.ndarray) -> DecodedBlock | None:
+    """The block of the lines ending at ``ends`` (the offsets of their line ends in ``data``)."""
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    filled = np.flatnonzero(starts < ends)  # the lines that are not empty (empty lines are tombstones)
+    gathered = _Gathered(decoder, len(ends) - len(filled))
+    starts, ends = starts[filled], ends[filled]
+    # Each line is one JSON value, so that the values of many lines, decoded in one call, are the lines'
+    # values in order: the lines begin a value ("{" or "n") and end one ("}" or "l"), and as many values
+    # come out as there are lines (JSON text cannot span a line end between values that end and begin
+    # there, so a line with two values would give one too many). Other lines go one at a time.
+    first, last = chars[starts], chars[ends - 1]
+    whole = bool(((first == _OPEN) | (first == _N)).all() and ((last == _CLOSE) | (last == _L)).all())
+    view = memoryview(data)
+    decode, decode_lines = decoder._decoder.decode, decoder._decoder.decode_lines
+    for at in range(0, len(starts), _CHUNK):
+        upto = min(at + _CHUNK, len(starts))
+        events: list[Any] | None = None
+        if whole:
+            try:
+                events = decode_lines(view[int(starts[at]):int(ends[upto - 1])])
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                events = None  # decoded one at a time below, raising for the line at fault
+            if events is not None and len(events) != upto - at:
+                events = None
+        if events is None:
+            # a line that is no event of the table raises
+            events = [decode(view[start:end]) for start, end in zip(starts[at:upto].tolist(),
+                                                                   ends[at:upto].tolist(), strict=True)]
+        if not gathered.add(events, filled[at:upto] + 1):
             return None
     return gathered.block()
 
@@ -101,7 +116,7 @@ class _Gathered:
         self.decoder = decoder
         self.tombstones = tombstones
         self.events = 0
-        self.lines: list[list[int]] = []
+        self.lines: list[np.ndarray] = []
         self.ops: list[str] = []
         self.lsns: list[pa.Array] = []
         self.sequences: list[pa.Array] = []
@@ -113,20 +128,19 @@ class _Gathered:
         self.rows: list[pa.StructArray] = []
         self._direct = [_direct(t) for t in decoder.schema.types]
 
-    def _without_tombstones(self, lines: list[int], events: list[Any]) -> tuple[list[int], list[Any]]:
-        """The lines and events that are not tombstones (None: a "null" line, or a wrapped event's null
-        payload), counting those left out."""
+    def _without_tombstones(self, lines: np.ndarray, events: list[Any]) -> tuple[np.ndarray, list[Any]]:
+        """The lines and events that are not tombstones (None: an empty or "null" line, or a wrapped event's
+        null payload), counting those left out."""
         if None not in events:
             return lines, events
-        kept = [(i, e) for i, e in zip(lines, events, strict=True) if e is not None]
+        kept = [i for i, e in enumerate(events) if e is not None]
         self.tombstones += len(events) - len(kept)
-        return [i for i, _ in kept], [e for _, e in kept]
+        return lines[kept], [events[i] for i in kept]
 
-    def add(self, parts: list[bytes], lines: list[int]) -> bool:
-        """Decode some of the block's lines (false: they are not ordinary)."""
-        decode = self.decoder._decoder.decode
-        events: list[Any] = [decode(p) for p in parts]  # a line that is no event of the table raises
-        lines, events = self._without_tombstones(lines, events)  # "null" lines
+    def add(self, events: list[Any], lines: np.ndarray) -> bool:
+        """Gather the events of some of the block's lines (None for a tombstone), numbered ``lines``; false
+        when they are not ordinary."""
+        lines, events = self._without_tombstones(lines, events)
         if not events:
             return True
         payloads = [e.payload for e in events]
@@ -254,9 +268,12 @@ class _Gathered:
             hints = decoder._schema_hints(msgspec.json.decode(self.schema))
         columns = []
         no_hint = _Hint()
+        whole = None
+        if len({rows.type for rows in self.rows}) == 1:  # (a column all null in a part has another type there)
+            whole = pa.concat_arrays(self.rows).flatten()
         for index, (name, target, direct) in enumerate(zip(decoder.schema.names, decoder.schema.types,
                                                            self._direct, strict=True)):
-            parts = [rows.field(index) for rows in self.rows]
+            parts = [whole[index]] if whole is not None else [rows.field(index) for rows in self.rows]
             if direct:
                 columns.append(pa.chunked_array(parts, target).combine_chunks())
                 continue
@@ -280,7 +297,7 @@ class _Gathered:
                 return None
         else:
             lsn = commit = np.zeros(0, np.int64)
-        return DecodedBlock(0, self.tombstones, hints, np.array([i for part in self.lines for i in part], np.int64),
+        return DecodedBlock(0, self.tombstones, hints, np.concatenate(self.lines),
                             np.frombuffer("".join(self.ops).encode(), np.uint8), bool(self.positioned), commit,
                             lsn, np.concatenate(self.change_event), np.concatenate(self.change_op), table)
 

@@ -15,13 +15,17 @@ workers costs more than they save.
 
 from __future__ import annotations
 
+import importlib.abc
 import io
 import multiprocessing
 import os
 import stat
+import sys
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from itertools import chain
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -31,7 +35,7 @@ from catalog_api.streams.debezium import ChangeBatch, DebeziumDecoder, SourceMar
 from catalog_api.streams.debezium_blocks import DecodedBlock, decode_block
 
 #: Bytes of lines per block a worker decodes.
-BLOCK_BYTES = 1 << 20
+BLOCK_BYTES = 8 << 20
 #: Bytes of blocks decoded or being decoded ahead of this process.
 IN_FLIGHT_BYTES = 64 << 20
 #: Input below this is decoded in this process.
@@ -67,8 +71,23 @@ def parallel_capable(decoder: DebeziumDecoder) -> bool:
 _worker: dict[str, Any] = {}
 
 
+class _WithoutPandas(importlib.abc.MetaPathFinder):
+    """Makes pandas unimportable. pyarrow imports pandas (when installed) on its first conversion of Python
+    values, only to ask whether they are pandas objects: 0.3 s of each worker's CPU, before its first block,
+    for a module a worker never uses."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"{fullname} is not used by a decoding worker", name=fullname)
+        return None
+
+
 def _start_worker(decoder: DebeziumDecoder, fd: int | None) -> None:
     """A worker's own decoder (decoding a block sets its schema hints) and the file it reads blocks of."""
+    if "pandas" not in sys.modules:
+        # a forked worker only decodes blocks and then exits: nothing in it ever wants pandas
+        sys.meta_path.insert(0, _WithoutPandas())
     _worker["decoder"] = DebeziumDecoder(decoder.schema, decoder.layout, batch_size=decoder.batch_size,
                                          decimal_handling=decoder.decimal_handling)
     _worker["fd"] = fd
@@ -265,8 +284,8 @@ class ParallelDecoder:
                 yield from self.decoder.batches(events)
                 return
             fd: int | None = blocks.fd
-            tasks: Iterator[Any] = ((t, t) for t in blocks.tasks())
-            lines: Any = blocks.lines
+            # (a block of the file is read here again only if the one-pass decoder has to take it)
+            tasks: Iterator[tuple[Any, Any]] = ((t, partial(blocks.lines, t)) for t in blocks.tasks())
         else:
             items = iter(events)
             head, size = [], 0
@@ -280,41 +299,39 @@ class ParallelDecoder:
                 return
             fd = None
             tasks = ((_as_bytes(block), block) for block in _item_blocks(chain(head, items), self.block_bytes))
-            lines = None
         self.started = True
         context = multiprocessing.get_context("fork")
         # Blocks in flight: enough that the workers go on decoding while this process writes and commits
-        # a batch (tens of ms per block, ~1 s per 100,000 changes); bounded, so memory is on any input.
+        # a batch (~50 ms per block, ~0.1 s per 100,000 changes); bounded, so memory is on any input.
         window = max(2 * self.workers + 1, IN_FLIGHT_BYTES // self.block_bytes)
         with context.Pool(self.workers, initializer=_start_worker, initargs=(self.decoder, fd)) as pool:
             pending: deque[tuple[Any, Any]] = deque()
             for task, source in tasks:
                 pending.append((pool.apply_async(_decode_task, (task,)) if task is not None else None, source))
                 if len(pending) >= window:
-                    yield from self._next(pending, lines)
+                    yield from self._next(pending)
             while pending:
-                yield from self._next(pending, lines)
+                yield from self._next(pending)
         final = self.decoder.take_batch()
         if final is not None:
             yield final
 
-    def _next(self, pending: deque[tuple[Any, Any]], lines: Any) -> Iterator[ChangeBatch]:
+    def _next(self, pending: deque[tuple[Any, Any]]) -> Iterator[ChangeBatch]:
         """The batches the oldest block in flight completes."""
         result, source = pending.popleft()
         count, block = result.get() if result is not None else (len(source), None)
-        if lines is not None:
-            source = lines(source)
-        elif count != len(source):
+        if not callable(source) and count != len(source):
             block = None  # an item held a line end of its own: the one-pass decoder numbers it
         yield from self._block(block, count, source)
 
-    def _block(self, block: DecodedBlock | None, count: int, items: Iterable[Any]) -> Iterator[ChangeBatch]:
+    def _block(self, block: DecodedBlock | None, count: int,
+               items: Iterable[Any] | Callable[[], Iterable[Any]]) -> Iterator[ChangeBatch]:
         decoder = self.decoder
         mark = decoder.mark
         if block is None or block.hints != decoder._hints or (
                 block.positioned and mark is not None and mark.kind != "postgresql"):
             self.slow_blocks += 1
-            yield from decoder.continue_batches(items, final=False)
+            yield from decoder.continue_batches(items() if callable(items) else items, final=False)
             return
         self.fast_blocks += 1
         stats = decoder.stats

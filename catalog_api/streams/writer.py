@@ -249,6 +249,8 @@ class StreamWriter:
         self._field_ids_of: tuple[dict[str, Any] | None] | None = None
         self.max_chunk_events = max_chunk_events
         self.max_chunk_bytes = max_chunk_bytes
+        #: the columns of change chunks that Parquet dictionary-encodes (True: all, its default)
+        self.change_dictionary: bool | Sequence[str] = True
         self.retries = retries
         self.backoff = backoff
         info = catalog.get_stream(scope, stream)
@@ -288,6 +290,8 @@ class StreamWriter:
         self._change_ops: list[int] = []
         self._change_pieces: list[tuple[pa.Table, pa.Array | None]] = []
         self._change_count = 0
+        # whether the buffered changes are one piece that write_changes was told is pre-merged
+        self._premerged = False
         self._change_schema: pa.Schema | None = None
 
     def _describe_table(self) -> dict[str, Any] | None:
@@ -525,12 +529,15 @@ class StreamWriter:
         self._change_ops.append(DELETE)
         self._changed(1)
 
-    def write_changes(self, table: pa.Table | pa.RecordBatch, ops: pa.Array | Sequence[int] | None = None) -> None:
+    def write_changes(self, table: pa.Table | pa.RecordBatch, ops: pa.Array | Sequence[int] | None = None, *,
+                      premerged: bool = False) -> None:
         """Buffer changes given as Arrow rows: ``table`` in the table's columns (missing non-key columns are
         null; extra columns are dropped), ``ops`` one ``UPSERT``/``DELETE`` (0/1) per row (None: all upsert).
 
         The fast path of producers that hold changes column-wise (CDC ingest): pre-merged with the other
-        changes of the commit at ``flush``, in write order.
+        changes of the commit at ``flush``, in write order. ``premerged`` says the rows are pre-merged already
+        (as :func:`premerge` leaves them): when they are all the commit's changes, ``flush`` writes them as
+        they are.
         """
         layout = self._keyed("write_changes")
         rows = pa.Table.from_batches([table]) if isinstance(table, pa.RecordBatch) else table
@@ -559,6 +566,7 @@ class StreamWriter:
             if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array([UPSERT, DELETE], pa.int8()))).as_py():
                 raise ValueError(f"row kinds are {UPSERT} (upsert) or {DELETE} (delete)")
         self._rows_to_piece()  # changes written before these go before them
+        self._premerged = premerged and not self._change_pieces
         self._change_pieces.append((conformed, kinds))
         self._changed(rows.num_rows)
 
@@ -591,18 +599,23 @@ class StreamWriter:
         ops = pa.array(self._change_ops, pa.int8())
         self._change_rows, self._change_ops = [], []
         self._change_pieces.append((table.cast(schema), ops))
+        self._premerged = False
 
     def _write_change_chunk(self) -> None:
         assert self.layout is not None
         assert isinstance(self.serializer, Serializer)
         self._rows_to_piece()
         pieces, self._change_pieces, self._change_count = self._change_pieces, [], 0
+        premerged, self._premerged = self._premerged, False
         table = pa.concat_tables([t for t, _ in pieces])
         ops: pa.Array | None = None
         if any(o is not None for _, o in pieces):
             ops = pa.concat_arrays([o if o is not None else pa.array([UPSERT] * t.num_rows, pa.int8())
                                     for t, o in pieces])
-        table, ops = premerge(table, ops, self.layout)
+        if premerged:
+            ops = _no_upsert_only(ops)
+        else:
+            table, ops = premerge(table, ops, self.layout)
         if self.partition_spec is None:
             self._write_changes(table, ops, spec_zero_partition())
         else:
@@ -626,7 +639,8 @@ class StreamWriter:
         assert isinstance(self.serializer, Serializer)
         segment = self._sticky
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
-        stats = write_change_chunk(self.location, path, table, ops, self.serializer.encoding_id)
+        stats = write_change_chunk(self.location, path, table, ops, self.serializer.encoding_id,
+                                   dictionary=self.change_dictionary)
         self._written.append(stats.columnar(path, segment=segment, partition=partition))
 
     # -- committing ------------------------------------------------------------------------------
@@ -741,6 +755,7 @@ class StreamWriter:
         """Drop buffered events and delete chunk files written but not committed."""
         self._buffers = [_Buffer() for _ in range(self.segments)]
         self._change_rows, self._change_ops, self._change_pieces, self._change_count = [], [], [], 0
+        self._premerged = False
         written, self._written = self._written, []
         self._discard(written)
 

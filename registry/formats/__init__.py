@@ -14,28 +14,28 @@ FORMAT_NAMES = ("Avro", "Protobuf", "Json", "Any", "Custom")
 
 
 @cache
-def _formats() -> dict[str, SchemaFormat]:
-    # Imported lazily so that importing the package costs nothing until a schema is parsed.
-    from registry.formats.avro import AvroFormat
-    from registry.formats.jsonschema import JsonSchemaFormat
-    from registry.formats.opaque import OpaqueFormat
-    from registry.formats.protobuf import ProtobufFormat
+def _format(name: str) -> SchemaFormat:
+    # Imported lazily, each format when first asked for: importing the package costs nothing until a schema
+    # is parsed, and parsing an Avro schema loads no JSON Schema validator.
+    if name == "Avro":
+        from registry.formats.avro import AvroFormat
 
-    found: list[SchemaFormat] = [
-        AvroFormat(),
-        ProtobufFormat(),
-        JsonSchemaFormat(),
-        OpaqueFormat("Any"),
-        OpaqueFormat("Custom"),
-    ]
-    return {f.name: f for f in found}
+        return AvroFormat()
+    if name == "Protobuf":
+        from registry.formats.protobuf import ProtobufFormat
+
+        return ProtobufFormat()
+    if name == "Json":
+        from registry.formats.jsonschema import JsonSchemaFormat
+
+        return JsonSchemaFormat()
+    from registry.formats.opaque import OpaqueFormat
+
+    return OpaqueFormat(name)
 
 
 def get_format(name: str) -> SchemaFormat:
     """The format registered under ``name``; :class:`BadRequest` if there is none."""
-    try:
-        return _formats()[name]
-    except KeyError:
-        raise BadRequest(
-            f"unknown serialization format {name!r}; expected one of {', '.join(FORMAT_NAMES)}"
-        ) from None
+    if name not in FORMAT_NAMES:
+        raise BadRequest(f"unknown serialization format {name!r}; expected one of {', '.join(FORMAT_NAMES)}")
+    return _format(name)

@@ -100,21 +100,29 @@ class RecordFormat(ABC):
         return None
 
 
-@cache
-def _formats() -> dict[str, RecordFormat]:
-    # Imported lazily: a reader of Avro events need not load protobuf's descriptor machinery.
-    from registry.serde.avro import AvroRecords
-    from registry.serde.json import JsonRecords
-    from registry.serde.protobuf import ProtobufRecords
+#: The formats that have a serializer.
+_SERIALIZED = ("Avro", "Json", "Protobuf")
 
-    return {f.name: f for f in (AvroRecords(), ProtobufRecords(), JsonRecords())}
+
+@cache
+def _record_format(name: str) -> RecordFormat:
+    # Imported lazily, each when first asked for: a reader of Avro events need not load protobuf's descriptor
+    # machinery, nor a JSON Schema validator.
+    if name == "Avro":
+        from registry.serde.avro import AvroRecords
+
+        return AvroRecords()
+    if name == "Protobuf":
+        from registry.serde.protobuf import ProtobufRecords
+
+        return ProtobufRecords()
+    from registry.serde.json import JsonRecords
+
+    return JsonRecords()
 
 
 def record_format(name: str) -> RecordFormat:
     """The serializer of format ``name``; SerdeError for formats without one (Any, Custom)."""
-    try:
-        return _formats()[name]
-    except KeyError:
-        raise SerdeError(
-            f"no serializer for serialization format {name!r}; supported: {', '.join(sorted(_formats()))}"
-        ) from None
+    if name not in _SERIALIZED:
+        raise SerdeError(f"no serializer for serialization format {name!r}; supported: {', '.join(_SERIALIZED)}")
+    return _record_format(name)
