@@ -27,22 +27,24 @@ def python_catalog(spark: Any) -> str:
     return catalog_beside(spark, PYTHON, **{"native-scan": "false"})
 
 
-def feed(spark: Any, table: str, columns: str = "*", **options: str) -> list[tuple[Any, ...]]:
-    """The feed's rows (``spark.read.changes`` with ``options``; ``columns`` separated by ``;``), sorted."""
+def changes(spark: Any, table: str, options: dict[str, str]) -> Any:
+    """``spark.read.changes(table)`` with ``options``."""
     reader = spark.read
     for key, value in options.items():
         reader = reader.option(key, value)
-    return sorted((tuple(r) for r in reader.changes(table).selectExpr(*columns.split(";")).collect()),
+    return reader.changes(table)
+
+
+def feed(spark: Any, table: str, columns: str = "*", **options: str) -> list[tuple[Any, ...]]:
+    """The feed's rows (``spark.read.changes`` with ``options``; ``columns`` separated by ``;``), sorted."""
+    return sorted((tuple(r) for r in changes(spark, table, options).selectExpr(*columns.split(";")).collect()),
                   key=lambda r: tuple((v is None, str(v)) for v in r))
 
 
 def reads_natively(spark: Any, table: str, **options: str) -> bool:
     """Whether Spark plans the feed read as its own Parquet scan."""
     view = f"feed_{uuid.uuid4().hex[:8]}"
-    reader = spark.read
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    reader.changes(table).createOrReplaceTempView(view)
+    changes(spark, table, options).createOrReplaceTempView(view)
     try:
         plan = executed_plan(spark, f"SELECT * FROM {view}")
     finally:

@@ -475,14 +475,20 @@ final class IncrementalRefresh {
         return rows.select(columns.toArray(new Column[0]));
     }
 
-    /** The type a group's key has in the table: that of the first output column that shows it. */
-    private static DataType groupType(Plan plan, int group, StructType target) {
+    /** The first output column that shows a group's key (analysis made sure there is one). */
+    private static Output keyOutput(Plan plan, int group) {
         for (Output o : plan.outputs()) {
             if (o.kind().equals(Output.KEY) && o.group() == group) {
-                return typeOf(target, o.name(), o.argument().dataType());
+                return o;
             }
         }
-        return plan.groups().get(group).dataType();
+        throw new IllegalStateException("GROUP BY " + plan.groups().get(group).sql() + " is no output column");
+    }
+
+    /** The type a group's key has in the table: that of the first output column that shows it. */
+    private static DataType groupType(Plan plan, int group, StructType target) {
+        Output o = keyOutput(plan, group);
+        return typeOf(target, o.name(), o.argument().dataType());
     }
 
     /**
@@ -493,12 +499,7 @@ final class IncrementalRefresh {
         List<Output> outputs = plan.outputs();
         List<Column> columns = new ArrayList<>();
         for (int g = 0; g < plan.groups().size(); g++) {
-            for (Output o : outputs) {
-                if (o.kind().equals(Output.KEY) && o.group() == g) {
-                    columns.add(col(o.name()).cast(groupType(plan, g, target)).as(key(g)));
-                    break;
-                }
-            }
+            columns.add(col(keyOutput(plan, g).name()).cast(groupType(plan, g, target)).as(key(g)));
         }
         for (int i = 0; i < outputs.size(); i++) {
             Output o = outputs.get(i);
