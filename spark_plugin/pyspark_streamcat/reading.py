@@ -18,7 +18,8 @@ EXISTS_DEFAULT; event chunks are decoded likewise (``IdResolvedEvents``).
 
 from __future__ import annotations
 
-import itertools
+import bisect
+import functools
 import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -29,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from cachetools import LRUCache
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.types import (
     ByteType,
@@ -68,8 +70,6 @@ from .options import SourceOptions
 PARQUET_BATCH_ROWS = 131_072
 #: The metadata columns of an append table's scan: the row's chunk and its position in it.
 CHUNK_COLUMN, POS_COLUMN = "_chunk", "_pos"
-#: Points each chunk's key range is sampled at when key ranges are planned.
-_SAMPLES = 16
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,13 @@ class ChunkRef:
     sequence: int = 0
     #: the encoding ids of the chunk's events, as its commit lists them
     encodings: tuple[int, ...] = ()
+    #: whether other read tasks of the same scan read this chunk too (its keys spill out of this task's range)
+    shared: bool = False
 
 
-def _ref(chunk: Chunk) -> ChunkRef:
+def _ref(chunk: Chunk, shared: bool = False) -> ChunkRef:
     return ChunkRef(chunk.path, chunk.kind, chunk.event_count, chunk.commit, chunk.sequence or chunk.commit,
-                    tuple(chunk.encoding_ids))
+                    tuple(chunk.encoding_ids), shared)
 
 
 class ChunkPartition(InputPartition):
@@ -139,6 +141,19 @@ class KeyRange:
                         or (self.low is not None and bounds["max"] < self.low))
         except TypeError:
             return True
+
+    def holds(self, stats: dict[str, Any] | None) -> bool:
+        """Whether every key of a chunk of these statistics lies in the range (no other task needs it)."""
+        if self.low is None and self.high is None:
+            return True
+        bounds = ((stats or {}).get("columns") or {}).get(self.column) or {}
+        if "min" not in bounds or "max" not in bounds:
+            return False
+        try:
+            return not ((self.low is not None and bounds["min"] < self.low)
+                        or (self.high is not None and bounds["max"] >= self.high))
+        except TypeError:
+            return False
 
 
 class MergePartition(InputPartition):
@@ -232,44 +247,86 @@ _RANGED_TYPES = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleTy
 
 def key_ranges(chunks: Sequence[Chunk], column: str, kind: DataType | None, rows_per_partition: int) -> list[KeyRange]:
     """Ranges of the first key column that split the rows of ``chunks`` into shares of about
-    ``rows_per_partition`` rows, estimated from the chunks' statistics (min and max of the column:
-    a numeric key is taken as spread evenly between them, a string key as sitting at both ends).
-    One range covering everything when the statistics cannot tell (a type without order
-    statistics, chunks without them) or the rows fit one share.
+    ``rows_per_partition`` rows, estimated from the chunks' statistics (:class:`_KeySpread`).
+
+    A cut goes to the start of a chunk when one is within half a share of the even place, so that a
+    chunk lying between two cuts (the sorted chunks of a bulk load) is read by one task, not two;
+    tasks are then a little less even. One range covering everything when the statistics cannot
+    tell (a type without order statistics, chunks without them) or the rows fit one share.
     """
     everything = [KeyRange(column)]
     total = sum(c.event_count for c in chunks if c.kind != DELETES_KIND)
     wanted = math.ceil(total / max(1, rows_per_partition))
     if wanted <= 1 or not isinstance(kind, _RANGED_TYPES):
         return everything
-    numeric = not isinstance(kind, StringType)
-    points: list[tuple[Any, float]] = []
-    for chunk in chunks:
-        if chunk.kind == DELETES_KIND or not chunk.event_count:
-            continue
-        bounds = (chunk.stats.get("columns") or {}).get(column) or {}
-        low, high = bounds.get("min"), bounds.get("max")
-        if low is None or high is None:
-            return everything
-        spread = numeric and low != high
-        values = [float(v) for v in np.linspace(float(low), float(high), _SAMPLES)] if spread else [low, high]
-        points += [(v, chunk.event_count / len(values)) for v in values]
-    points.sort(key=lambda p: p[0])
-    cuts: list[Any] = []
-    seen = 0.0
+    bounds = [((c.stats.get("columns") or {}).get(column) or {}, c.event_count) for c in chunks
+              if c.kind != DELETES_KIND and c.event_count]
+    if any(b.get("min") is None or b.get("max") is None for b, _ in bounds):
+        return everything
+    spread = _KeySpread([b["min"] for b, _ in bounds], [b["max"] for b, _ in bounds], [n for _, n in bounds],
+                        kind)
     step = total / wanted
-    for (_value, weight), (following, _) in itertools.pairwise(points):
-        seen += weight
-        if seen >= step * (len(cuts) + 1) and len(cuts) < wanted - 1:
-            # cut at the next point, so that a chunk ending here stays whole below the cut
-            if isinstance(kind, (ByteType, ShortType, IntegerType, LongType)):
-                following = math.ceil(following)
-            if not cuts or following > cuts[-1]:
-                cuts.append(following)
+    cuts: list[Any] = []
+    for _ in range(wanted - 1):
+        done = spread.below(cuts[-1]) if cuts else 0.0
+        target = done + step
+        near = [s for s in spread.lows if spread.below(s) > done and abs(spread.below(s) - target) <= step / 2]
+        cut = min(near, key=lambda s: abs(spread.below(s) - target)) if near else spread.value_at(target)
+        if cut is None or (cuts and cut <= cuts[-1]) or spread.below(cut) >= total:
+            break
+        cuts.append(cut)
     if not cuts:
         return everything
-    bounds_list = [None, *cuts, None]
-    return [KeyRange(column, bounds_list[i], bounds_list[i + 1]) for i in range(len(bounds_list) - 1)]
+    edges = [None, *cuts, None]
+    return [KeyRange(column, edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+
+class _KeySpread:
+    """How many rows of some chunks have a key below a value, estimated from each chunk's minimum and
+    maximum key: a numeric key is taken as spread evenly over [min, max] (all at min when the two
+    are equal), a string key as half at each end."""
+
+    def __init__(self, lows: list[Any], highs: list[Any], rows: list[int], kind: DataType) -> None:
+        self.lows, self.highs, self.kind = lows, highs, kind
+        self.rows = np.asarray(rows, dtype=np.float64)
+        self.numeric = not isinstance(kind, StringType)
+        if self.numeric:
+            self._low = np.asarray(lows, dtype=np.float64)
+            self._width = np.asarray(highs, dtype=np.float64) - self._low
+
+    def below(self, value: Any) -> float:
+        """The estimated rows whose key is less than ``value``."""
+        if not self.numeric:
+            return float(sum(n / 2 * ((lo < value) + (hi < value))
+                             for lo, hi, n in zip(self.lows, self.highs, self.rows, strict=True)))
+        spread = np.clip((float(value) - self._low) / np.where(self._width > 0, self._width, 1.0), 0.0, 1.0)
+        share = np.where(self._width > 0, spread, self._low < float(value))
+        return float(self.rows @ share)
+
+    def value_at(self, rows: float) -> Any:
+        """The least key with at least ``rows`` rows below it (None: there are fewer rows)."""
+        if not self.numeric:
+            candidates = sorted({*self.lows, *self.highs})
+            at = bisect.bisect_left(candidates, rows, key=self.below)
+            return candidates[at] if at < len(candidates) else None
+        low, high = min(self.lows), max(self.highs)
+        if isinstance(self.kind, (ByteType, ShortType, IntegerType, LongType)):
+            high = int(high) + 1
+            if self.below(high) < rows:
+                return None
+            while low < high:  # the least integer with enough rows below it
+                middle = (low + high) // 2
+                low, high = (middle + 1, high) if self.below(middle) < rows else (low, middle)
+            return low
+        low, high = float(low), math.nextafter(float(high), math.inf)
+        if self.below(high) < rows:
+            return None
+        for _ in range(100):
+            middle = (low + high) / 2
+            if middle in (low, high):
+                break
+            low, high = (middle, high) if self.below(middle) < rows else (low, middle)
+        return high
 
 
 def plan_merge(chunks: Sequence[Chunk], layout: TableLayout, table_schema: StructType,
@@ -280,7 +337,8 @@ def plan_merge(chunks: Sequence[Chunk], layout: TableLayout, table_schema: Struc
     name = column.name if column is not None else layout.key[0]
     partitions: list[MergePartition] = []
     for keys in key_ranges(chunks, name, kind, rows_per_partition):
-        mine = [_ref(c) for c in chunks if c.kind != DELETES_KIND and keys.overlaps(c.stats)]
+        mine = [_ref(c, shared=not keys.holds(c.stats)) for c in chunks
+                if c.kind != DELETES_KIND and keys.overlaps(c.stats)]
         if mine:
             partitions.append(MergePartition(len(partitions), mine, keys, layout, table_schema))
     return partitions
@@ -496,18 +554,34 @@ class ChunkReader:
 
     def chunk_table(self, chunk: ChunkRef | Chunk, schema: StructType, keys: KeyRange | None = None) -> pa.Table:
         """Every row of a chunk under ``schema`` plus its row kinds (``OP_COLUMN``), optionally only the
-        rows whose key lies in ``keys``: what the merge and the change feed work on."""
-        ref = chunk if isinstance(chunk, ChunkRef) else _ref(chunk)
+        rows whose key lies in ``keys``: what the merge and the change feed work on.
+
+        A chunk that the tasks of other key ranges read too is decoded once per Python worker
+        (:func:`_shared_chunks`) and each task takes its range from the decoded rows.
+        """
+        ref = chunk if isinstance(chunk, ChunkRef) else _ref(chunk, keys is not None and not keys.holds(chunk.stats))
+        if keys is not None and ref.shared:
+            cache = _shared_chunks()
+            entry = (self.options.table_location, ref.path, schema.json())
+            table = cache.get(entry)
+            if table is None:
+                table = self._chunk_table(ref, schema)
+                if table.nbytes <= cache.maxsize:
+                    cache[entry] = table
+        else:
+            table = self._chunk_table(ref, schema)
+        mask = keys.mask(table) if keys is not None else None
+        return table if mask is None else table.filter(mask)
+
+    def _chunk_table(self, ref: ChunkRef, schema: StructType) -> pa.Table:
         target = spark_arrow_schema(schema)
         batches, kinds = [], []
         for batch, ops in self._batches(ref, schema, target, with_ops=True):
             batches.append(batch)
             kinds.append(ops if ops is not None else np.zeros(batch.num_rows, dtype=np.int8))
         table = pa.Table.from_batches(batches, schema=target)
-        table = table.append_column(OP_COLUMN, pa.array(np.concatenate(kinds) if kinds else np.zeros(0, np.int8),
-                                                        pa.int8()))
-        mask = keys.mask(table) if keys is not None else None
-        return table if mask is None else table.filter(mask)
+        return table.append_column(OP_COLUMN, pa.array(np.concatenate(kinds) if kinds else np.zeros(0, np.int8),
+                                                       pa.int8()))
 
     # -- primary-key tables ------------------------------------------------------------------------
 
@@ -556,6 +630,24 @@ class ChunkReader:
                 continue
             for batch in table.to_batches(max_chunksize=PARQUET_BATCH_ROWS):
                 yield conform_batch(batch, target)
+
+
+#: The most Arrow bytes of decoded shared chunks a Python worker keeps (:func:`_shared_chunks`).
+SHARED_CHUNK_BYTES = 256 << 20
+
+
+@functools.cache
+def _shared_chunks() -> LRUCache[tuple[str | None, str, str], pa.Table]:
+    """This worker's decoded chunks that several read tasks of a merge need: (table location, chunk path,
+    the scan's schema) -> the chunk's rows and kinds, least recently used out first.
+
+    A chunk whose keys spill out of a task's key range (in a table that is not compacted, every chunk
+    written since the last compaction spans nearly all keys) is read by the task of every range it
+    overlaps. Spark runs the tasks of a scan in a few reused workers, so a worker that keeps the
+    decoded rows decodes such a chunk once instead of once per range. Committed chunk files never
+    change (a rewrite writes a new file), so an entry never goes stale.
+    """
+    return LRUCache(maxsize=SHARED_CHUNK_BYTES, getsizeof=lambda table: table.nbytes)
 
 
 def _with_position(batch: pa.RecordBatch, path: str, offset: int) -> pa.RecordBatch:

@@ -60,3 +60,50 @@ def test_sorted_chunks_split_at_their_boundaries() -> None:
     assert key_ranges([Chunk(path="x", kind="events", event_count=10**7)], "id", LongType(), 1000) == [
         KeyRange("id")]
     assert key_ranges(refs, "id", LongType(), 10**6) == [KeyRange("id")]
+
+
+def _base_and_updates(bases: list[tuple[int, int]], updates: int, rows: int) -> list[Chunk]:
+    """Sorted base chunks of (first key, rows) and ``updates`` chunks of ``rows`` rows spread over all keys."""
+    last = max(start + size for start, size in bases) - 1
+    chunks = [Chunk(path=f"b{i}", kind="columnar", event_count=size, commit=1,
+                    stats={"columns": {"id": {"min": start, "max": start + size - 1}}})
+              for i, (start, size) in enumerate(bases)]
+    chunks += [Chunk(path=f"u{i}", kind="columnar", event_count=rows, commit=2 + i,
+                     stats={"columns": {"id": {"min": 3 * i, "max": last - 3 * i}}}) for i in range(updates)]
+    return chunks
+
+
+def test_key_ranges_cut_at_the_starts_of_base_chunks_so_each_is_read_by_one_task() -> None:
+    # a loaded table of uneven sorted chunks, then updates spread over every key
+    bases = [(0, 1_000_000), (1_000_000, 1_000_000), (2_000_000, 500_000), (2_500_000, 1_000_000),
+             (3_500_000, 1_000_000), (4_500_000, 500_000)]
+    chunks = _base_and_updates(bases, 20, 50_000)
+    ranges = key_ranges(chunks, "id", LongType(), 1_000_000)
+    assert [r.low for r in ranges] == [None, 1_000_000, 2_000_000, 2_500_000, 3_500_000, 4_500_000]
+    assert [sum(r.overlaps(c.stats) for r in ranges) for c in chunks[:len(bases)]] == [1] * len(bases)
+
+
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=12), updates=st.integers(0, 30),
+       per_task=st.integers(5, 60))
+@settings(max_examples=200, deadline=None)
+def test_key_ranges_stay_within_half_a_task_of_even(sizes: list[int], updates: int, per_task: int) -> None:
+    starts = [sum(sizes[:i]) * 1000 for i in range(len(sizes))]
+    chunks = _base_and_updates([(s, n * 1000) for s, n in zip(starts, sizes, strict=True)], updates, 1000)
+    total = sum(c.event_count for c in chunks)
+    ranges = key_ranges(chunks, "id", LongType(), per_task * 1000)
+    wanted = -(-total // (per_task * 1000))
+    assert len(ranges) <= max(1, wanted)
+    assert all(a.high == b.low for a, b in itertools.pairwise(ranges))
+
+    def estimated(keys: KeyRange) -> float:  # the rows of a range, taking each chunk's keys as spread evenly
+        share = 0.0
+        for c in chunks:
+            low, high = c.stats["columns"]["id"]["min"], c.stats["columns"]["id"]["max"] + 1
+            inside = min(high, keys.high if keys.high is not None else high) - max(
+                low, keys.low if keys.low is not None else low)
+            share += c.event_count * max(0, inside) / (high - low)
+        return share
+
+    step = total / wanted
+    # every range but the last is at most a step and a half (the last one takes what is left)
+    assert all(estimated(r) <= 1.5 * step + 1000 for r in ranges[:-1])
