@@ -633,7 +633,7 @@ class ChunkReader:
 
 
 #: The most Arrow bytes of decoded shared chunks a Python worker keeps (:func:`_shared_chunks`).
-SHARED_CHUNK_BYTES = 256 << 20
+SHARED_CHUNK_BYTES = 128 << 20
 
 
 @functools.cache
