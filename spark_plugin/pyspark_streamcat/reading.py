@@ -266,12 +266,16 @@ def key_ranges(chunks: Sequence[Chunk], column: str, kind: DataType | None, rows
     spread = _KeySpread([b["min"] for b, _ in bounds], [b["max"] for b, _ in bounds], [n for _, n in bounds],
                         kind)
     step = total / wanted
+    # where a cut may snap to: the starts of chunks big enough for a second read to matter
+    starts = sorted({b["min"] for b, n in bounds if n >= step / 4})
+    below_starts = np.array([spread.below(s) for s in starts])
     cuts: list[Any] = []
     for _ in range(wanted - 1):
         done = spread.below(cuts[-1]) if cuts else 0.0
         target = done + step
-        near = [s for s in spread.lows if spread.below(s) > done and abs(spread.below(s) - target) <= step / 2]
-        cut = min(near, key=lambda s: abs(spread.below(s) - target)) if near else spread.value_at(target)
+        distance = np.where(below_starts > done, np.abs(below_starts - target), np.inf)
+        nearest = int(np.argmin(distance)) if len(starts) else -1
+        cut = starts[nearest] if nearest >= 0 and distance[nearest] <= step / 2 else spread.value_at(target)
         if cut is None or (cuts and cut <= cuts[-1]) or spread.below(cut) >= total:
             break
         cuts.append(cut)
@@ -288,27 +292,32 @@ class _KeySpread:
 
     def __init__(self, lows: list[Any], highs: list[Any], rows: list[int], kind: DataType) -> None:
         self.lows, self.highs, self.kind = lows, highs, kind
-        self.rows = np.asarray(rows, dtype=np.float64)
         self.numeric = not isinstance(kind, StringType)
+        self._rows = np.asarray(rows, dtype=np.float64)
         if self.numeric:
             self._low = np.asarray(lows, dtype=np.float64)
             self._width = np.asarray(highs, dtype=np.float64) - self._low
+        else:  # each end sorted, with the rows below each of its positions
+            self._candidates = sorted({*lows, *highs})
+            self._ends = []
+            for ends in (lows, highs):
+                order = sorted(range(len(ends)), key=ends.__getitem__)
+                halves = np.concatenate([[0.0], np.cumsum(self._rows[order] / 2)])
+                self._ends.append(([ends[i] for i in order], halves))
 
     def below(self, value: Any) -> float:
         """The estimated rows whose key is less than ``value``."""
         if not self.numeric:
-            return float(sum(n / 2 * ((lo < value) + (hi < value))
-                             for lo, hi, n in zip(self.lows, self.highs, self.rows, strict=True)))
+            return float(sum(halves[bisect.bisect_left(ends, value)] for ends, halves in self._ends))
         spread = np.clip((float(value) - self._low) / np.where(self._width > 0, self._width, 1.0), 0.0, 1.0)
         share = np.where(self._width > 0, spread, self._low < float(value))
-        return float(self.rows @ share)
+        return float(self._rows @ share)
 
     def value_at(self, rows: float) -> Any:
         """The least key with at least ``rows`` rows below it (None: there are fewer rows)."""
         if not self.numeric:
-            candidates = sorted({*self.lows, *self.highs})
-            at = bisect.bisect_left(candidates, rows, key=self.below)
-            return candidates[at] if at < len(candidates) else None
+            at = bisect.bisect_left(self._candidates, rows, key=self.below)
+            return self._candidates[at] if at < len(self._candidates) else None
         low, high = min(self.lows), max(self.highs)
         if isinstance(self.kind, (ByteType, ShortType, IntegerType, LongType)):
             high = int(high) + 1
