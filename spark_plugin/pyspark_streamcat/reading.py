@@ -131,6 +131,15 @@ class KeyRange:
         mask = conditions[0] if len(conditions) == 1 else pc.and_(*conditions)
         return pc.fill_null(mask, False)
 
+    def slice_sorted(self, table: pa.Table) -> pa.Table:
+        """The rows of ``table``, sorted by the range's column, that lie in the range: one zero-copy slice
+        (the rows :meth:`mask` keeps, which are consecutive in such a table)."""
+        mask = self.mask(table)
+        if mask is None:
+            return table
+        kept = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        return table.slice(int(kept[0]), int(kept[-1] - kept[0] + 1)) if len(kept) else table.slice(0, 0)
+
     def overlaps(self, stats: dict[str, Any] | None) -> bool:
         """Whether a chunk of these statistics may hold a key in the range."""
         bounds = ((stats or {}).get("columns") or {}).get(self.column) or {}
@@ -566,21 +575,23 @@ class ChunkReader:
         rows whose key lies in ``keys``: what the merge and the change feed work on.
 
         A chunk that the tasks of other key ranges read too is decoded once per Python worker
-        (:func:`_shared_chunks`) and each task takes its range from the decoded rows.
+        (:func:`_shared_chunks`), sorted by the range's column, and each task slices its range out.
         """
         ref = chunk if isinstance(chunk, ChunkRef) else _ref(chunk, keys is not None and not keys.holds(chunk.stats))
-        if keys is not None and ref.shared:
-            cache = _shared_chunks()
-            entry = (self.options.table_location, ref.path, schema.json())
-            table = cache.get(entry)
-            if table is None:
-                table = self._chunk_table(ref, schema)
-                if table.nbytes <= cache.maxsize:
-                    cache[entry] = table
-        else:
+        if keys is None or not ref.shared:
             table = self._chunk_table(ref, schema)
-        mask = keys.mask(table) if keys is not None else None
-        return table if mask is None else table.filter(mask)
+            mask = keys.mask(table) if keys is not None else None
+            return table if mask is None else table.filter(mask)
+        cache = _shared_chunks()
+        entry = (self.options.table_location, ref.path, schema.json(), keys.column)
+        table = cache.get(entry)
+        if table is None:
+            table = self._chunk_table(ref, schema)
+            # A stable sort: the changes of one key keep their order of writing, which the merge needs.
+            table = table.take(pc.array_sort_indices(table.column(keys.column), null_placement="at_end"))
+            if table.nbytes <= cache.maxsize:
+                cache[entry] = table
+        return keys.slice_sorted(table)
 
     def _chunk_table(self, ref: ChunkRef, schema: StructType) -> pa.Table:
         target = spark_arrow_schema(schema)
@@ -646,9 +657,10 @@ SHARED_CHUNK_BYTES = 128 << 20
 
 
 @functools.cache
-def _shared_chunks() -> LRUCache[tuple[str | None, str, str], pa.Table]:
+def _shared_chunks() -> LRUCache[tuple[str | None, str, str, str], pa.Table]:
     """This worker's decoded chunks that several read tasks of a merge need: (table location, chunk path,
-    the scan's schema) -> the chunk's rows and kinds, least recently used out first.
+    the scan's schema, the column of its key ranges) -> the chunk's rows and kinds sorted by that
+    column, least recently used out first.
 
     A chunk whose keys spill out of a task's key range (in a table that is not compacted, every chunk
     written since the last compaction spans nearly all keys) is read by the task of every range it

@@ -4,15 +4,18 @@ gives the merge of all the rows (so read tasks can split the work), for numeric 
 from __future__ import annotations
 
 import itertools
+import uuid
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pyspark.sql.types import LongType, StringType
-from pyspark_streamcat.reading import KeyRange, key_ranges
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark_streamcat.options import SourceOptions
+from pyspark_streamcat.reading import ChunkReader, KeyRange, key_ranges, plan_merge
 
 from catalog_api.model import Chunk
-from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT
+from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT, write_change_chunk
 from catalog_api.streams.chunks import column_stats
 from catalog_api.streams.merge import TableLayout, merge_changes
 
@@ -107,3 +110,29 @@ def test_key_ranges_stay_within_half_a_task_of_even(sizes: list[int], updates: i
     step = total / wanted
     # every range but the last is at most a step and a half (the last one takes what is left)
     assert all(estimated(r) <= 1.5 * step + 1000 for r in ranges[:-1])
+
+
+@given(data=st.data(), strings=st.booleans(), per_task=st.integers(5, 60))
+@settings(max_examples=60, deadline=None)
+def test_read_tasks_of_chunk_files_give_the_merge_of_everything_twice_over(tmp_path_factory: pytest.TempPathFactory,
+                                                                           data: st.DataObject, strings: bool,
+                                                                           per_task: int) -> None:
+    """Each task reads real chunk files; chunks shared by several ranges are decoded once per process, kept
+    sorted by key and sliced, so a second read of every task (from what was kept) must give the same rows."""
+    location = str(tmp_path_factory.mktemp("merge") / uuid.uuid4().hex)
+    tables = data.draw(chunks(strings))
+    refs = []
+    for i, table in enumerate(tables):
+        path = f"data/{i}.parquet"
+        stats = write_change_chunk(location, path, table.drop_columns([OP_COLUMN]), table.column(OP_COLUMN), 1)
+        refs.append(Chunk(path=path, kind="columnar", event_count=stats.event_count, stats=stats.stats,
+                          commit=i + 1, sequence=i + 1))
+    schema = StructType([StructField("k", StringType() if strings else LongType()), StructField("v", LongType())])
+    layout = TableLayout(("k",))
+    tasks = plan_merge(refs, layout, schema, per_task)
+    reader = ChunkReader(SourceOptions.parse({"uri": "http://unused", "scope": "s", "table": "t",
+                                              "location": location}), schema)
+    whole = merge_changes(tables, layout).sort_by("k")
+    for _ in range(2):
+        rows = pa.Table.from_batches([b for task in tasks for b in reader.read(task)], schema=whole.schema)
+        assert rows.sort_by("k").equals(whole)
