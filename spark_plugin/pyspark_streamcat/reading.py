@@ -258,9 +258,9 @@ def key_ranges(chunks: Sequence[Chunk], column: str, kind: DataType | None, rows
     """Ranges of the first key column that split the rows of ``chunks`` into shares of about
     ``rows_per_partition`` rows, estimated from the chunks' statistics (:class:`_KeySpread`).
 
-    A cut goes to the start of a chunk when one is within half a share of the even place, so that a
-    chunk lying between two cuts (the sorted chunks of a bulk load) is read by one task, not two;
-    tasks are then a little less even. One range covering everything when the statistics cannot
+    A cut goes to the start of a chunk of at least a quarter of a share when one is within half a share
+    of the even place, so that a chunk lying between two cuts (the sorted chunks of a bulk load) is read
+    by one task, not two; tasks are then a little less even. One range covering everything when the statistics cannot
     tell (a type without order statistics, chunks without them) or the rows fit one share.
     """
     everything = [KeyRange(column)]
