@@ -288,10 +288,9 @@ class StreamWriter:
         self.partition_spec = self._rows_spec(described)
         self._change_rows: list[dict[str, Any]] = []
         self._change_ops: list[int] = []
-        self._change_pieces: list[tuple[pa.Table, pa.Array | None]] = []
+        # (rows, kinds, whether write_changes was told they are pre-merged) in write order
+        self._change_pieces: list[tuple[pa.Table, pa.Array | None, bool]] = []
         self._change_count = 0
-        # whether the buffered changes are one piece that write_changes was told is pre-merged
-        self._premerged = False
         self._change_schema: pa.Schema | None = None
 
     def _describe_table(self) -> dict[str, Any] | None:
@@ -566,8 +565,7 @@ class StreamWriter:
             if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array([UPSERT, DELETE], pa.int8()))).as_py():
                 raise ValueError(f"row kinds are {UPSERT} (upsert) or {DELETE} (delete)")
         self._rows_to_piece()  # changes written before these go before them
-        self._premerged = premerged and not self._change_pieces
-        self._change_pieces.append((conformed, kinds))
+        self._change_pieces.append((conformed, kinds, premerged))
         self._changed(rows.num_rows)
 
     def changes_schema(self) -> pa.Schema:
@@ -598,20 +596,20 @@ class StreamWriter:
             raise ValueError(f"records do not fit the table's columns {schema}: {e}") from e
         ops = pa.array(self._change_ops, pa.int8())
         self._change_rows, self._change_ops = [], []
-        self._change_pieces.append((table.cast(schema), ops))
-        self._premerged = False
+        self._change_pieces.append((table.cast(schema), ops, False))
 
     def _write_change_chunk(self) -> None:
         assert self.layout is not None
         assert isinstance(self.serializer, Serializer)
         self._rows_to_piece()
         pieces, self._change_pieces, self._change_count = self._change_pieces, [], 0
-        premerged, self._premerged = self._premerged, False
-        table = pa.concat_tables([t for t, _ in pieces])
+        # pre-merged as a whole only when one piece is all of the commit's changes and was written so
+        premerged = len(pieces) == 1 and pieces[0][2]
+        table = pa.concat_tables([t for t, _, _ in pieces])
         ops: pa.Array | None = None
-        if any(o is not None for _, o in pieces):
+        if any(o is not None for _, o, _ in pieces):
             ops = pa.concat_arrays([o if o is not None else pa.array([UPSERT] * t.num_rows, pa.int8())
-                                    for t, o in pieces])
+                                    for t, o, _ in pieces])
         if premerged:
             ops = _no_upsert_only(ops)
         else:
@@ -755,7 +753,6 @@ class StreamWriter:
         """Drop buffered events and delete chunk files written but not committed."""
         self._buffers = [_Buffer() for _ in range(self.segments)]
         self._change_rows, self._change_ops, self._change_pieces, self._change_count = [], [], [], 0
-        self._premerged = False
         written, self._written = self._written, []
         self._discard(written)
 
