@@ -55,6 +55,16 @@ final class CatalogRestClient {
         return URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
+    /** The server path of table {@code name} of scope {@code scope}. */
+    static String tablePath(String scope, String name) {
+        return "/v1/scopes/" + segment(scope) + "/tables/" + segment(name);
+    }
+
+    /** The server path of the stream of table {@code name} of scope {@code scope}. */
+    static String streamPath(String scope, String name) {
+        return "/v1/scopes/" + segment(scope) + "/streams/" + segment(name);
+    }
+
     static ObjectNode object() {
         return JSON.createObjectNode();
     }

@@ -52,12 +52,11 @@ final class NativeFeed {
      */
     static Optional<Scan> plan(TableState state, StructType tableSchema, Map<String, String> options,
                                StructType required, Filter[] filters, Supplier<Scan> python) {
-        if (!options.containsKey(FROM) || !state.primaryKey().isEmpty()
-                || "false".equalsIgnoreCase(options.getOrDefault(NativeScan.DISABLED, "true").trim())) {
+        if (!options.containsKey(FROM) || !state.primaryKey().isEmpty() || NativeScan.disabled(options)) {
             return Optional.empty();
         }
-        Set<String> columns = names(tableSchema);
-        Set<String> feedColumns = names(FEED_COLUMNS);
+        Set<String> columns = NativeScan.lowerNames(tableSchema);
+        Set<String> feedColumns = NativeScan.lowerNames(FEED_COLUMNS);
         for (StructField field : required.fields()) {
             String name = field.name().toLowerCase(Locale.ROOT);
             if (!columns.contains(name) && !feedColumns.contains(name)) {
@@ -111,14 +110,6 @@ final class NativeFeed {
         }
         return Optional.of(new NativeScan.Native(PythonSourceBridge.parquetScan(groups, tableSchema, FEED_COLUMNS,
                 required, dataFilters.toArray(new Filter[0]), files.readOptions()), python));
-    }
-
-    private static Set<String> names(StructType schema) {
-        Set<String> names = new HashSet<>();
-        for (StructField field : schema.fields()) {
-            names.add(field.name().toLowerCase(Locale.ROOT));
-        }
-        return names;
     }
 
     private static Set<String> lower(String[] references) {

@@ -99,16 +99,13 @@ final class NativeScan {
      */
     static Optional<Scan> plan(TableState state, StructType tableSchema, Map<String, String> options,
                                StructType required, Filter[] filters, ArrayNode filterJson, Supplier<Scan> python) {
-        if ("false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim())) {
+        if (disabled(options)) {
             return Optional.empty();
         }
         if (options.keySet().stream().anyMatch(k -> k.startsWith("streamcat.changes."))) {
             return Optional.empty();
         }
-        Set<String> columns = new HashSet<>();
-        for (StructField field : tableSchema.fields()) {
-            columns.add(field.name().toLowerCase(Locale.ROOT));
-        }
+        Set<String> columns = lowerNames(tableSchema);
         for (StructField field : required.fields()) {
             // _chunk, _pos (the metadata columns) or anything else that is not a column of the table.
             if (!columns.contains(field.name().toLowerCase(Locale.ROOT))) {
@@ -151,6 +148,20 @@ final class NativeScan {
         Scan parquet = PythonSourceBridge.parquetScan(files.statuses(), tableSchema, required, filters,
                 files.readOptions());
         return Optional.of(new Native(parquet, python));
+    }
+
+    /** Whether the scan's options (the table's, the catalog's {@value #CATALOG_OPTION}) turn the native path off. */
+    static boolean disabled(Map<String, String> options) {
+        return "false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim());
+    }
+
+    /** The names of {@code schema}'s columns, lower-cased (Spark's column names are case-insensitive). */
+    static Set<String> lowerNames(StructType schema) {
+        Set<String> names = new HashSet<>();
+        for (StructField field : schema.fields()) {
+            names.add(field.name().toLowerCase(Locale.ROOT));
+        }
+        return names;
     }
 
     /** The chunk files of a native scan, in chunk order, and the reader settings that read them as the table. */

@@ -125,7 +125,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     }
 
     private static String tablePath(Identifier ident) {
-        return scopePath(ident.namespace()[0]) + "/tables/" + CatalogRestClient.segment(ident.name());
+        return CatalogRestClient.tablePath(ident.namespace()[0], ident.name());
     }
 
     @Override
@@ -381,7 +381,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         List<String> key = primaryKeyOf(json);
         String constraint = json.path("properties").path(PRIMARY_KEY_NAME).asText(ident.name() + "_pk");
         TableState state = new TableState(key, constraint, stream.path("lastCommit").asLong(0), client,
-                scopePath(ident.namespace()[0]) + "/streams/" + CatalogRestClient.segment(ident.name()),
+                CatalogRestClient.streamPath(ident.namespace()[0], ident.name()),
                 tablePath(ident), json.path("partitionSpec"));
         return new StreamcatTable(qualified, schema, properties, options, state);
     }

@@ -313,15 +313,13 @@ final class StreamcatMaterialized {
         Heartbeat heartbeat = new Heartbeat(table, holder, leaseMs);
         heartbeat.start();
         try {
-            JsonNode described = client.get("/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
-                    + CatalogRestClient.segment(table[1]));
+            JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
             long base = described.path("stream").path("lastCommit").asLong();
             StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
             String method = write(table, mt, cuts, holder, cutsJson, base, schema, force);
             heartbeat.check();
             Long commit = null;
-            String commits = "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/streams/"
-                    + CatalogRestClient.segment(table[1]) + "/commits?after=" + base + "&limit=100";
+            String commits = CatalogRestClient.streamPath(table[0], table[1]) + "/commits?after=" + base + "&limit=100";
             for (JsonNode c : client.get(commits).path("commits")) {
                 if (holder.equals(c.path("properties").path(HOLDER_PROPERTY).asText())) {
                     commit = c.path("number").asLong();
@@ -383,7 +381,8 @@ final class StreamcatMaterialized {
             }
             String query = mt.path("queryText").asText();
             // The one source a query maintained incrementally reads, described (its schema keys the plan).
-            JsonNode source = cuts.size() == 1 ? client.get(tablePath(cuts.keySet().iterator().next())) : null;
+            String[] only = cuts.size() == 1 ? cuts.keySet().iterator().next().split("\\.", 2) : null;
+            JsonNode source = only != null ? client.get(CatalogRestClient.tablePath(only[0], only[1])) : null;
             IncrementalRefresh.Plan plan = plan(spark, query, new ArrayList<>(cuts.keySet()), source);
             String method;
             if (!"continuous".equals(mt.path("effectiveRefreshMode").asText())) {
@@ -436,12 +435,6 @@ final class StreamcatMaterialized {
         }
     }
 
-    /** The server path of a table named "scope.table". */
-    private static String tablePath(String scopeAndTable) {
-        String[] parts = scopeAndTable.split("\\.", 2);
-        return "/v1/scopes/" + CatalogRestClient.segment(parts[0]) + "/tables/" + CatalogRestClient.segment(parts[1]);
-    }
-
     /** Incremental plans made on each session, by what they depend on (see {@link #plan}). */
     private static final Map<SparkSession, Map<String, IncrementalRefresh.Plan>> PLANS = new WeakHashMap<>();
     private static final int PLANS_PER_SESSION = 256;
@@ -481,13 +474,11 @@ final class StreamcatMaterialized {
 
     /** Whether the commits of a source in (from, to] only add rows: appends to an append table. */
     private boolean onlyAdds(JsonNode table, String[] source, long from, long to) {
-        String scope = CatalogRestClient.segment(source[0]);
-        String name = CatalogRestClient.segment(source[1]);
         if (!StreamcatCatalog.primaryKeyOf(table).isEmpty()) {
             return false;  // an upsert may replace a row: only the feed tells
         }
-        JsonNode changes = client.get("/v1/scopes/" + scope + "/streams/" + name + "/changes?after=" + from + "&to="
-                + to).path("changes");
+        JsonNode changes = client.get(CatalogRestClient.streamPath(source[0], source[1]) + "/changes?after=" + from
+                + "&to=" + to).path("changes");
         for (JsonNode change : changes) {
             if (!"append".equals(change.path("kind").asText()) || change.path("removed").size() > 0) {
                 return false;

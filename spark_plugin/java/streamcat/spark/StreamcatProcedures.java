@@ -131,7 +131,7 @@ final class StreamcatProcedures {
     }
 
     private String streamPath(String[] table) {
-        return "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/streams/" + CatalogRestClient.segment(table[1]);
+        return CatalogRestClient.streamPath(table[0], table[1]);
     }
 
     private InternalRow[] compact(InternalRow args) {
@@ -140,8 +140,7 @@ final class StreamcatProcedures {
         if (rowsPerChunk < 1) {
             throw new IllegalArgumentException("rows_per_chunk must be at least 1, not " + rowsPerChunk);
         }
-        JsonNode info = client.get("/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
-                + CatalogRestClient.segment(table[1]));
+        JsonNode info = client.get(CatalogRestClient.tablePath(table[0], table[1]));
         long base = info.path("stream").path("lastCommit").asLong();
         UTF8String name = UTF8String.fromString(table[0] + "." + table[1]);
         JsonNode snapshot = client.get(streamPath(table) + "/chunks?streamCut=" + base);
@@ -211,8 +210,7 @@ final class StreamcatProcedures {
         body.set("changes", CatalogRestClient.array().add(change));
         JsonNode answer;
         try {
-            answer = client.call("PATCH", "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/tables/"
-                    + CatalogRestClient.segment(table[1]), body);
+            answer = client.call("PATCH", CatalogRestClient.tablePath(table[0], table[1]), body);
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
                 throw new IllegalArgumentException("no table " + table[0] + "." + table[1] + ": " + e.getMessage(), e);
