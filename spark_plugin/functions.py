@@ -234,8 +234,8 @@ def _write(schema: SchemaInfo, prefix: bytes, codec: str, validate: bool) -> Cal
         return found
     from registry.formats import get_format
     from registry.serde import DEFAULT_CODECS
-    from registry.serde.base import record_format
     from registry.serde.codecs import NoCodec
+    from registry.serde.record_formats import record_format
 
     parsed = get_format(schema.format.name).parse(schema.data, schema.type)
     compressor = DEFAULT_CODECS.resolve(codec)

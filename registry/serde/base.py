@@ -1,4 +1,4 @@
-"""What every record format's serializer provides, and the lookup of one by format name."""
+"""What every record format's serializer provides (``registry.serde.record_formats`` finds one by name)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,11 @@ import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from google.protobuf.message import DecodeError, Message
 
 from registry.formats.base import ParsedSchema
-from registry.serde.errors import SerdeError
 
 #: Turns a record into its serialized bytes (after a fixed prefix).
 Encode = Callable[[Any], bytes]
@@ -98,31 +96,3 @@ class RecordFormat(ABC):
         """Like :meth:`decoder`, reading the record where a binary stream stands (which it leaves at
         the record's end), for formats whose records delimit themselves; None for the others."""
         return None
-
-
-#: The formats that have a serializer.
-_SERIALIZED = ("Avro", "Json", "Protobuf")
-
-
-@cache
-def _record_format(name: str) -> RecordFormat:
-    # Imported lazily, each when first asked for: a reader of Avro events need not load protobuf's descriptor
-    # machinery, nor a JSON Schema validator.
-    if name == "Avro":
-        from registry.serde.avro import AvroRecords
-
-        return AvroRecords()
-    if name == "Protobuf":
-        from registry.serde.protobuf import ProtobufRecords
-
-        return ProtobufRecords()
-    from registry.serde.json import JsonRecords
-
-    return JsonRecords()
-
-
-def record_format(name: str) -> RecordFormat:
-    """The serializer of format ``name``; SerdeError for formats without one (Any, Custom)."""
-    if name not in _SERIALIZED:
-        raise SerdeError(f"no serializer for serialization format {name!r}; supported: {', '.join(_SERIALIZED)}")
-    return _record_format(name)

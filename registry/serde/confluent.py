@@ -35,8 +35,9 @@ from registry.formats.base import ParsedSchema
 from registry.formats.protobuf import well_known_file
 from registry.ids import SchemaId, TypeName
 from registry.model import SchemaInfo, SerializationFormat
-from registry.serde.base import PAYLOAD_ERRORS, Decode, Encode, ReadOptions, record_format
+from registry.serde.base import PAYLOAD_ERRORS, Decode, Encode, ReadOptions
 from registry.serde.errors import SerdeError
+from registry.serde.record_formats import record_format
 
 #: The first byte of a Confluent-framed event.
 MAGIC_BYTE = 0x00

@@ -16,10 +16,11 @@ from registry.formats import get_format
 from registry.formats.base import ParsedSchema
 from registry.ids import EncodingId
 from registry.model import EncodingInfo, SchemaInfo
-from registry.serde.base import PAYLOAD_ERRORS, Decode, ReadFrom, ReadOptions, record_format
+from registry.serde.base import PAYLOAD_ERRORS, Decode, ReadFrom, ReadOptions
 from registry.serde.codecs import DECODE_ERRORS, DEFAULT_CODECS, CodecRegistry, NoCodec
 from registry.serde.confluent import MAGIC_BYTE, ConfluentReader
 from registry.serde.errors import SerdeError, UnknownEncoding
+from registry.serde.record_formats import record_format
 from registry.serde.wire import HEADER_SIZE, PROTOCOL_VERSION, check_header, encoding_id_of_key
 
 _ERRORS = PAYLOAD_ERRORS + DECODE_ERRORS

@@ -14,9 +14,10 @@ from registry.formats import get_format
 from registry.formats.base import ParsedSchema
 from registry.ids import EncodingId
 from registry.model import NO_CODEC, SchemaInfo, VersionInfo
-from registry.serde.base import Encode, InPlace, record_format
+from registry.serde.base import Encode, InPlace
 from registry.serde.codecs import DEFAULT_CODECS, Codec, CodecRegistry, NoCodec
 from registry.serde.errors import SerdeError
+from registry.serde.record_formats import record_format
 from registry.serde.wire import encode_header
 
 
