@@ -18,7 +18,9 @@ import requests
 
 from catalog_api.client import CatalogClient
 from catalog_api.server.cli_spark import default_uri
-from catalog_api.streams.debezium import DECIMAL_MODES, DEFAULT_BATCH_SIZE, DebeziumError, IngestResult, ingest
+from catalog_api.streams.debezium.decoder import DEFAULT_BATCH_SIZE, DebeziumError
+from catalog_api.streams.debezium.ingest import IngestResult, ingest
+from catalog_api.streams.debezium.values import DECIMAL_MODES
 from registry.client import RegistryClient
 from registry.errors import StreamcatError
 

@@ -10,7 +10,13 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from catalog_api.streams.debezium import ChangeBatch, DebeziumDecoder, DebeziumError, SourceMark, source_position
+from catalog_api.streams.debezium.decoder import (
+    ChangeBatch,
+    DebeziumDecoder,
+    DebeziumError,
+    SourceMark,
+    source_position,
+)
 from catalog_api.streams.writer import KeyedLayout
 from tests.changelog.helpers import ARROW, event, line, row
 
@@ -300,7 +306,7 @@ def test_parsed_events_go_in_as_dicts() -> None:
 
 
 def test_the_columns_at_once_equal_the_columns_one_by_one() -> None:
-    from catalog_api.streams.debezium import _convert, _Hint
+    from catalog_api.streams.debezium.values import Hint, convert
 
     images = [row(i, name=f"n{i}", qty=i - 50, price=unscaled(i * 1001 - 7), flag=i % 2 == 0, day=i * 37,
                   at=i * 1_000_003, ts=f"2024-0{1 + i % 9}-1{i % 10}T0{i % 10}:00:00.{i:06d}+02:00", score=i / 7,
@@ -310,7 +316,7 @@ def test_the_columns_at_once_equal_the_columns_one_by_one() -> None:
     rows = [tuple(image[c] for c in ARROW.names) for image in images]
     at_once = decoder._columns_at_once(rows)
     assert at_once is not None
-    one_by_one = [_convert(list(values), target, _Hint(), "precise")
+    one_by_one = [convert(list(values), target, Hint(), "precise")
                   for values, target in zip(zip(*rows, strict=True), ARROW.types, strict=True)]
     assert [c.to_pylist() for c in at_once] == [c.to_pylist() for c in one_by_one]
     # a value that does not fit sends the batch down the column-by-column path, which names its line

@@ -15,7 +15,8 @@ import pytest
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
-from catalog_api.streams.debezium import DebeziumDecoder, DebeziumError, ingest
+from catalog_api.streams.debezium.decoder import DebeziumDecoder, DebeziumError
+from catalog_api.streams.debezium.ingest import ingest
 from catalog_api.streams.writer import StreamWriter
 from registry.client import RegistryClient
 from tests.changelog.helpers import (  # noqa: F401
@@ -145,8 +146,8 @@ def test_decoding_workers_never_load_pandas(tmp_path: Any) -> None:
     # they are pandas objects: 0.3 s of every worker's time.
     script = textwrap.dedent("""
         import multiprocessing, sys
-        from catalog_api.streams import debezium_parallel
-        from catalog_api.streams.debezium import DebeziumDecoder
+        from catalog_api.streams.debezium import parallel as debezium_parallel
+        from catalog_api.streams.debezium.decoder import DebeziumDecoder
         from catalog_api.streams.writer import KeyedLayout
         from tests.changelog.helpers import ARROW
         from tests.changelog.test_debezium_parallel import mixed_history

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from catalog_api.client import CatalogClient
 from catalog_api.server.cli_ingest import ingest_command
 from catalog_api.streams import StreamWriter
-from catalog_api.streams.debezium import POSITION_PROPERTY, DebeziumError, SourceMark, ingest
+from catalog_api.streams.debezium.decoder import DebeziumError, SourceMark
+from catalog_api.streams.debezium.ingest import POSITION_PROPERTY, ingest
 from registry.client import RegistryClient
 from tests.changelog.helpers import event, line, make_table, read_table, registry_fixture, row  # noqa: F401
 from tests.streams.helpers import LosingAnswers

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 from catalog_api.client import CatalogClient
 from catalog_api.server.cli_ingest import ingest_command
-from catalog_api.streams import debezium_parallel
-from catalog_api.streams.debezium import ChangeBatch, DebeziumDecoder, DebeziumError, SourceMark, ingest
-from catalog_api.streams.debezium_parallel import ParallelDecoder
+from catalog_api.streams.debezium import parallel as debezium_parallel
+from catalog_api.streams.debezium.decoder import ChangeBatch, DebeziumDecoder, DebeziumError, SourceMark
+from catalog_api.streams.debezium.ingest import ingest
+from catalog_api.streams.debezium.parallel import ParallelDecoder
 from catalog_api.streams.writer import KeyedLayout
 from registry.client import RegistryClient
 from tests.changelog.helpers import ARROW, event, line, make_table, read_table, registry_fixture, row  # noqa: F401

@@ -13,8 +13,8 @@ from catalog_api.client import CatalogClient
 from catalog_api.partitioning.spec import Transform
 from catalog_api.partitioning.transforms import apply
 from catalog_api.server.cli_ingest import ingest_command
-from catalog_api.streams import debezium_parallel
-from catalog_api.streams.debezium import ingest
+from catalog_api.streams.debezium import parallel as debezium_parallel
+from catalog_api.streams.debezium.ingest import ingest
 from registry.client import RegistryClient
 from tests.changelog.helpers import event, line, make_table, read_table, registry_fixture, row  # noqa: F401
 from tests.changelog.test_debezium_ingest import contents, expected, history, ours

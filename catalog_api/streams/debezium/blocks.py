@@ -21,13 +21,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog_api.streams.changes import DELETE, UPSERT
-from catalog_api.streams.debezium import _RAW_TYPES, DebeziumDecoder, _direct, _from_raw, _Hint, _Unconvertible
+from catalog_api.streams.debezium.decoder import DebeziumDecoder
+from catalog_api.streams.debezium.values import RAW_TYPES, Hint, Unconvertible, direct, from_raw
 
 _OPS = frozenset("crud")
 _D, _U = ord("d"), ord("u")
 _NEWLINE, _OPEN, _CLOSE, _N, _L = (ord(c) for c in "\n{}nl")
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, pa.ArrowInvalid, pa.ArrowTypeError,
-                 pa.ArrowNotImplementedError, _Unconvertible, TypeError, ValueError, OverflowError,
+                 pa.ArrowNotImplementedError, Unconvertible, TypeError, ValueError, OverflowError,
                  ArithmeticError, AttributeError)
 
 
@@ -39,7 +40,7 @@ class DecodedBlock:
     lines: int
     tombstones: int
     #: what the block's envelope schema says of the columns ({} for the bare envelope)
-    hints: dict[str, _Hint]
+    hints: dict[str, Hint]
     #: per event: its line (1-based, in the block), op (the character's code), and source position
     #: (commit LSN, LSN) when ``positioned``
     line: np.ndarray
@@ -126,7 +127,7 @@ class _Gathered:
         self.change_event: list[np.ndarray] = []
         self.change_op: list[np.ndarray] = []
         self.rows: list[pa.StructArray] = []
-        self._direct = [_direct(t) for t in decoder.schema.types]
+        self._direct = [direct(t) for t in decoder.schema.types]
 
     def _without_tombstones(self, lines: np.ndarray, events: list[Any]) -> tuple[np.ndarray, list[Any]]:
         """The lines and events that are not tombstones (None: an empty or "null" line, or a wrapped event's
@@ -242,13 +243,13 @@ class _Gathered:
                 change_event = np.array(order, np.int64) + self.events
                 change_op = np.array(kinds, np.int8)
         fields = []
-        for index, (name, target, direct) in enumerate(zip(decoder.schema.names, decoder.schema.types,
+        for index, (name, target, is_direct) in enumerate(zip(decoder.schema.names, decoder.schema.types,
                                                            self._direct, strict=True)):
-            if direct:
+            if is_direct:
                 fields.append(pa.field(name, target))
                 continue
             first = next((row[index] for row in rows if row[index] is not None), None)
-            kind = _RAW_TYPES.get(type(first)) if first is not None else pa.null()
+            kind = RAW_TYPES.get(type(first)) if first is not None else pa.null()
             if kind is None:
                 return False  # an object (e.g. a VariableScaleDecimal): the one-pass decoder converts those
             fields.append(pa.field(name, kind))
@@ -263,18 +264,18 @@ class _Gathered:
         if not self.events:
             return None
         decoder = self.decoder
-        hints: dict[str, _Hint] = {}
+        hints: dict[str, Hint] = {}
         if self.schema is not None and len(self.schema):
             hints = decoder._schema_hints(msgspec.json.decode(self.schema))
         columns = []
-        no_hint = _Hint()
+        no_hint = Hint()
         whole = None
         if len({rows.type for rows in self.rows}) == 1:  # (a column all null in a part has another type there)
             whole = pa.concat_arrays(self.rows).flatten()
-        for index, (name, target, direct) in enumerate(zip(decoder.schema.names, decoder.schema.types,
+        for index, (name, target, is_direct) in enumerate(zip(decoder.schema.names, decoder.schema.types,
                                                            self._direct, strict=True)):
             parts = [whole[index]] if whole is not None else [rows.field(index) for rows in self.rows]
-            if direct:
+            if is_direct:
                 columns.append(pa.chunked_array(parts, target).combine_chunks())
                 continue
             kinds = {part.type for part in parts} - {pa.null()}
@@ -285,7 +286,7 @@ class _Gathered:
                 continue
             kind = kinds.pop()
             raw = pa.chunked_array([part.cast(kind) for part in parts], kind).combine_chunks()
-            columns.append(_from_raw(raw, target, hints.get(name, no_hint), decoder.decimal_handling))
+            columns.append(from_raw(raw, target, hints.get(name, no_hint), decoder.decimal_handling))
         table = pa.Table.from_arrays(columns, schema=decoder.schema)
         for name in decoder.layout.key:
             if table.column(name).null_count:

@@ -1,128 +1,35 @@
-"""Debezium change events into a primary-key table: parsing, types, duplicates, exactly-once ingest.
-
-Input is Debezium's JSON, one event per line (``streamcat ingest --format debezium-json``) or
-one dict per event (:func:`ingest`):
-
-* both envelopes: ``{"schema": ..., "payload": {...}}`` (the JSON converter with schemas) and the
-  bare payload ``{"before": ..., "after": ..., "source": ..., "op": ...}``;
-* ops ``c`` (create), ``r`` (snapshot read) and ``u`` (update) upsert ``after``; ``d`` deletes the key
-  of ``before``. An update whose ``before`` holds another key deletes that key too (a key change);
-* tombstones (an empty line, ``null``, or a ``payload`` of null) are skipped;
-* ``u`` and ``d`` events need the key in ``before``: PostgreSQL sends no ``before`` for updates
-  unless the table has ``REPLICA IDENTITY FULL``, so such events are refused, naming the line;
-* a line that is not such an event fails its batch, naming the line: nothing of that batch is
-  committed (the batches before it are).
-
-**Values** are converted to the table's column types. Supported encodings (those of the default
-configuration of the PostgreSQL connector, and the alternatives named):
-
-==================  ==========================================================================
-table column        Debezium value
-==================  ==========================================================================
-date                int days since 1970-01-01 (``io.debezium.time.Date``; Kafka Connect's Date),
-                    or an ISO date string
-timestamp[_ntz]     int since the epoch: in the unit the envelope's schema names
-                    (``io.debezium.time.Timestamp`` ms, ``MicroTimestamp`` us, ``NanoTimestamp`` ns,
-                    Kafka Connect's Timestamp ms) or, without a schema, in the column's unit (micros:
-                    what ``timestamp``/``timestamp(6)`` columns give under ``time.precision.mode``
-                    ``adaptive``); or an ISO-8601 string (``io.debezium.time.ZonedTimestamp``, for
-                    ``timestamptz``), converted to UTC
-time                int (``io.debezium.time.Time`` ms, ``MicroTime`` us, ``NanoTime`` ns; without a
-                    schema, micros)
-decimal(p, s)       ``decimal.handling.mode`` ``precise`` (default): base64 of the big-endian two's
-                    complement unscaled value, with the scale of the schema's ``parameters`` (without
-                    a schema: the column's scale); ``io.debezium.data.VariableScaleDecimal``
-                    (``{"scale", "value"}``); ``string`` mode (decimal strings: pass
-                    ``decimal_handling="string"`` when there is no schema); ``double`` mode (numbers)
-binary              base64 (``binary.handling.mode`` ``bytes``, the default)
-other types         the JSON value as it is (numbers, booleans, strings, arrays, objects)
-==================  ==========================================================================
-
-Not supported: ``time.precision.mode`` ``connect`` for sub-millisecond types, ``binary.handling.mode``
-hex, NaN/Infinity (Jackson writes them as bare words, which is not JSON), TOAST placeholders
-(``__debezium_unavailable_value``: use REPLICA IDENTITY FULL). A column of the event that the table
-lacks is refused (add it to the table first); a column the event lacks is null.
-
-**Duplicates.** An at-least-once pipeline re-delivers events after a restart. Every event has a
-*source position*, ordered as the source log is:
-
-* PostgreSQL (``source.lsn``): ``(last commit LSN, LSN)`` from ``source.sequence`` (Debezium >= 1.4),
-  else ``(0, LSN)`` (exact only while transactions do not interleave);
-* MySQL (``source.file``/``source.pos``): ``(binlog file, pos, row)``;
-* anything else: no position, and no deduplication.
-
-Positions only grow in a log, so an event below the highest position applied is a re-delivery
-and is skipped. One WAL record can give several events at one position: a primary key update
-gives a ``d`` and a ``c``, so at the highest position an event is skipped only if an event of its
-op was applied there; snapshot reads (op ``r``) all share the snapshot's position: they are
-applied (an upsert of a snapshot image is idempotent), and the number applied there is
-remembered so that a re-run skips exactly those.
-
-**Exactly once.** Changes are committed in batches of ``batch_size`` applied events, pre-merged (a
-key appears once per commit: its last change) through :class:`~catalog_api.streams.StreamWriter`,
-with the writer id and a sequence number that grows by one per batch, and with the position of
-the batch's last event in the commit's properties (``debezium.position``). An ingest with a writer
-id that committed before resumes after that position: re-running the same file (or a file that
-overlaps the last one, as a restarted connector writes) commits nothing twice, and a commit whose
-answer was lost is re-sent under the same sequence, which the server answers as a duplicate.
-Batch boundaries do not matter for that: a re-run may use another ``batch_size``.
-
-**Speed.** Lines decode (msgspec) straight into structs of the table's columns: a wrapped
-envelope's ``schema`` stays raw bytes (compared with the last one seen), the source block's
-other fields are skipped, and a row's values come out as one tuple. A batch is pre-merged by key
-as it is gathered, converted column by column to Arrow and written as one change chunk. Large inputs
-are decoded by worker processes, with the same result (:mod:`catalog_api.streams.debezium_parallel`).
-
-**Partitioned tables.** A primary-key table may be partitioned by transforms of its key columns
-(docs/partitioning.md); the writer then cuts each batch into one change chunk per partition, each
-recording its ``partition`` (upserts and key deletes alike: a delete row holds its key, so it lands
-where the key's rows are). An unpartitioned table's batches take the one-chunk path untouched. The
-spec is the one current when the ingest starts (chunks of an earlier spec stay acceptable), but a table
-first partitioned while it runs refuses the next commit (400, nothing of that batch visible): re-running
-with the same writer id resumes exactly once, under the new spec.
-"""
+"""Debezium events decoded into pre-merged batches of a table's columns, and the source positions that
+make a re-delivered event recognisable (the package's docstring)."""
 
 from __future__ import annotations
 
-import binascii
-import gc
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from decimal import Decimal
 from operator import attrgetter
 from typing import Any
 
 import msgspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from catalog_api.client import CatalogClient
-from catalog_api.streams.base64_ints import unscaled_int64
 from catalog_api.streams.changes import DELETE, UPSERT
-from catalog_api.streams.writer import KeyedLayout, StreamWriter
-from registry.client import RegistryClient
+from catalog_api.streams.debezium.values import (
+    DECIMAL_MODES,
+    RAW_TYPES,
+    Hint,
+    Unconvertible,
+    convert,
+    direct,
+    from_raw,
+    schema_hints,
+)
+from catalog_api.streams.writer import KeyedLayout
 
-#: Commit properties an ingest records: the position of the last applied event, and how many events
-#: the commit applied.
-POSITION_PROPERTY = "debezium.position"
-EVENTS_PROPERTY = "debezium.events"
 #: Changes per commit by default.
 DEFAULT_BATCH_SIZE = 10_000
-DECIMAL_MODES = ("precise", "string", "double")
 _OPS = {"c": UPSERT, "r": UPSERT, "u": UPSERT, "d": DELETE}
 _REPLICA_HINT = ("the key must be in `before`: for PostgreSQL run ALTER TABLE ... REPLICA IDENTITY FULL "
                  "(without it an update has no `before`, and a delete's holds only the primary key)")
-_TIMESTAMP_UNITS = {
-    "io.debezium.time.Timestamp": "ms", "org.apache.kafka.connect.data.Timestamp": "ms",
-    "io.debezium.time.MicroTimestamp": "us", "io.debezium.time.NanoTimestamp": "ns",
-}
-_TIME_UNITS = {
-    "io.debezium.time.Time": "ms", "org.apache.kafka.connect.data.Time": "ms",
-    "io.debezium.time.MicroTime": "us", "io.debezium.time.NanoTime": "ns",
-}
-_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
 class DebeziumError(ValueError):
@@ -193,205 +100,6 @@ class SourceMark:
     def copy(self) -> SourceMark:
         """A copy that later events do not move."""
         return SourceMark(self.kind, self.position, self.reads, self.ops)
-
-
-# -- column conversions ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _Hint:
-    """What the envelope's schema says of one column: its semantic name, Connect type and decimal scale."""
-
-    semantic: str | None = None
-    connect_type: str | None = None
-    scale: int | None = None
-
-
-def schema_hints(schema: Any) -> dict[str, _Hint]:
-    """Per column, what a wrapped envelope's ``schema`` says of its encoding (empty when it says nothing)."""
-    hints: dict[str, _Hint] = {}
-    if not isinstance(schema, dict):
-        return hints
-    for part in schema.get("fields") or ():
-        if not isinstance(part, dict) or part.get("field") not in ("after", "before"):
-            continue
-        for column in part.get("fields") or ():
-            if not isinstance(column, dict) or "field" not in column:
-                continue
-            parameters = column.get("parameters") or {}
-            scale = parameters.get("scale")
-            hints[str(column["field"])] = _Hint(column.get("name"), column.get("type"),
-                                                int(scale) if scale is not None else None)
-        if hints:
-            break
-    return hints
-
-
-class _Unconvertible(Exception):
-    """A value that does not fit its column (the caller finds which row)."""
-
-
-def _b64(value: Any) -> bytes:
-    if not isinstance(value, str):
-        raise _Unconvertible(f"expected base64 text, got {value!r}")
-    try:
-        return binascii.a2b_base64(value, strict_mode=True)
-    except binascii.Error as e:
-        raise _Unconvertible(f"{value!r} is not base64: {e}") from None
-
-
-def _decimal_value(value: Any, scale: int | None, mode: str, target_scale: int) -> Decimal | None:
-    if value is None:
-        return None
-    if isinstance(value, dict):  # io.debezium.data.VariableScaleDecimal
-        raw = value.get("value")
-        return Decimal(int.from_bytes(_b64(raw), "big", signed=True)).scaleb(-int(value.get("scale") or 0))
-    if isinstance(value, bool):
-        raise _Unconvertible(f"{value!r} is no decimal")
-    if isinstance(value, int | float):
-        return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    if isinstance(value, str):
-        if mode == "precise":
-            unscaled = int.from_bytes(_b64(value), "big", signed=True)
-            return Decimal(unscaled).scaleb(-(target_scale if scale is None else scale))
-        try:
-            return Decimal(value)
-        except ArithmeticError:
-            raise _Unconvertible(f"{value!r} is no decimal") from None
-    raise _Unconvertible(f"{value!r} is no decimal")
-
-
-def _scaled(values: pa.Array, from_unit: str, to_unit: str) -> pa.Array:
-    """int64 counts of ``from_unit`` as counts of ``to_unit`` (refusing to drop precision)."""
-    a, b = _PER_SECOND[from_unit], _PER_SECOND[to_unit]
-    if a == b:
-        return values
-    if b > a:
-        return pc.multiply_checked(values, b // a)
-    divided = pc.divide(values, a // b)
-    if pc.all(pc.equal(pc.multiply(divided, a // b), values)).as_py() is not False:
-        return divided
-    raise _Unconvertible(f"a value in {from_unit} has more precision than the column's {to_unit}")
-
-
-def _convert(values: Sequence[Any], target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
-    """One column of raw JSON values as an Arrow array of ``target`` (raises on any value that does not fit)."""
-    try:
-        return _convert_unchecked(values, target, hint, decimal_mode)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError,
-            OverflowError, ArithmeticError) as e:
-        raise _Unconvertible(str(e)) from None
-
-
-def _first(values: Sequence[Any]) -> Any:
-    return next((v for v in values if v is not None), None)
-
-
-def _timestamps(text: pa.Array, target: pa.DataType) -> pa.Array:
-    """ISO-8601 strings as timestamps of ``target`` (with a zone: the instant, in UTC)."""
-    try:
-        parsed = text.cast(pa.timestamp("ns", tz="UTC"))
-    except pa.ArrowInvalid:
-        parsed = text.cast(pa.timestamp("ns"))  # ISO without a zone: as it is
-    if target.tz is None and parsed.type.tz is not None:
-        parsed = parsed.cast(pa.timestamp("ns"))
-    elif target.tz is not None and parsed.type.tz is None:
-        parsed = parsed.cast(pa.int64()).cast(pa.timestamp("ns", tz=target.tz))
-    return parsed.cast(target)  # a safe cast: refuses to drop precision
-
-
-def _decimal_mode(hint: _Hint, decimal_mode: str) -> str:
-    """How a decimal column's values are encoded: as the envelope's schema says, else as the ingest was told."""
-    if hint.semantic == "org.apache.kafka.connect.data.Decimal":
-        return "precise"
-    if hint.connect_type == "string":
-        return "string"
-    return decimal_mode
-
-
-def _precise(text: pa.Array, target: pa.DataType, hint: _Hint) -> pa.Array | None:
-    """Base64 unscaled values (``decimal.handling.mode`` precise) of a decimal column that fit an int64,
-    laid out as the decimal's storage; None when some do not (wide values, other text: decoded one by
-    one by the caller). Raises :class:`_Unconvertible` for a value with more digits than the column's."""
-    if not (hint.scale is None or hint.scale == target.scale) or target.precision > 38:
-        return None
-    narrow = unscaled_int64(text)
-    if narrow is None:
-        return None
-    bounds = pc.min_max(narrow).as_py()
-    limit = 10**target.precision
-    if bounds["min"] is not None and not (-limit < bounds["min"] and bounds["max"] < limit):
-        raise _Unconvertible(f"a value has more than the column's {target.precision} digits")
-    wide = narrow.cast(pa.decimal128(38, 0))
-    exact = pa.Array.from_buffers(pa.decimal128(target.precision, target.scale), len(wide), wide.buffers(),
-                                  null_count=wide.null_count)
-    return exact.cast(target)
-
-
-def _convert_unchecked(values: Sequence[Any], target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
-    first = _first(values)
-    if pa.types.is_date(target):
-        if isinstance(first, str):
-            return pa.array(values, pa.string()).cast(target)
-        return pa.array(values, pa.int32()).cast(pa.date32()).cast(target)
-    if pa.types.is_timestamp(target):
-        if isinstance(first, str):
-            return _timestamps(pa.array(values, pa.string()), target)
-        unit = _TIMESTAMP_UNITS.get(hint.semantic or "", target.unit)
-        counts = _scaled(pa.array(values, pa.int64()), unit, target.unit)
-        return counts.cast(pa.timestamp(target.unit, tz=target.tz))
-    if pa.types.is_time(target):
-        unit = _TIME_UNITS.get(hint.semantic or "", target.unit)
-        counts = _scaled(pa.array(values, pa.int64()), unit, target.unit)
-        return counts.cast(pa.int32() if pa.types.is_time32(target) else pa.int64()).cast(target)
-    if pa.types.is_decimal(target):
-        mode = _decimal_mode(hint, decimal_mode)
-        if mode == "precise" and isinstance(first, str):
-            try:
-                exact = _precise(pa.array(values, pa.string()), target, hint)
-            except (pa.ArrowInvalid, pa.ArrowTypeError):
-                exact = None  # other kinds of values among them: one by one below
-            if exact is not None:
-                return exact
-        scale = target.scale
-        return pa.array([_decimal_value(v, hint.scale, mode, scale) for v in values], target)
-    binary = pa.types.is_binary(target) or pa.types.is_large_binary(target) or pa.types.is_fixed_size_binary(target)
-    if binary and isinstance(first, str):
-        return pa.array([None if v is None else _b64(v) for v in values], target)
-    return pa.array(values, target)
-
-
-_RAW_TYPES: dict[type, pa.DataType] = {int: pa.int64(), str: pa.string(), float: pa.float64(), bool: pa.bool_()}
-
-
-def _direct(target: pa.DataType) -> bool:
-    """Whether Debezium's JSON values of a column of ``target`` are the column's values as they are."""
-    return bool(pa.types.is_integer(target) or pa.types.is_floating(target) or pa.types.is_boolean(target)
-                or pa.types.is_string(target) or pa.types.is_large_string(target))
-
-
-def _from_raw(values: pa.Array, target: pa.DataType, hint: _Hint, decimal_mode: str) -> pa.Array:
-    """A column of JSON values, read by Arrow as their JSON type, as ``target`` (raises when one does not fit)."""
-    if pa.types.is_integer(values.type):
-        if pa.types.is_date(target):
-            return values.cast(pa.int32()).cast(pa.date32()).cast(target)
-        if pa.types.is_timestamp(target):
-            unit = _TIMESTAMP_UNITS.get(hint.semantic or "", target.unit)
-            return _scaled(values, unit, target.unit).cast(pa.timestamp(target.unit, tz=target.tz))
-        if pa.types.is_time(target):
-            unit = _TIME_UNITS.get(hint.semantic or "", target.unit)
-            counts = _scaled(values, unit, target.unit)
-            return counts.cast(pa.int32() if pa.types.is_time32(target) else pa.int64()).cast(target)
-    elif pa.types.is_string(values.type):
-        if pa.types.is_timestamp(target):
-            return _timestamps(values, target)
-        if pa.types.is_date(target):
-            return values.cast(target)
-        if pa.types.is_decimal(target) and _decimal_mode(hint, decimal_mode) == "precise":
-            exact = _precise(values, target, hint)
-            if exact is not None:
-                return exact
-    return _convert_unchecked(values.to_pylist(), target, hint, decimal_mode)
-
 
 def _last_of_each(values: np.ndarray) -> np.ndarray:
     """The positions of the last occurrence of each of the integers ``values``, in order."""
@@ -502,7 +210,7 @@ class DebeziumDecoder:
         self._known = frozenset(self._columns)
         self._nulls = (None,) * len(self._columns)
         self._key_positions = [(self._columns.index(k), k) for k in layout.key]
-        self._hints: dict[str, _Hint] = {}
+        self._hints: dict[str, Hint] = {}
         # The unfinished batch between calls of continue_batches: its changes as Python rows (_carry) and
         # Arrow changes added by add_changes before them (_pieces, with the rows gathered before those).
         self._carry = _Carry()
@@ -533,12 +241,12 @@ class DebeziumDecoder:
         if columns is None:  # column by column, finding the row of a value that does not convert
             columns = []
             extracted: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in self._columns]
-            no_hint = _Hint()
+            no_hint = Hint()
             for name, target, values in zip(self._columns, self.schema.types, extracted, strict=True):
                 hint = self._hints.get(name, no_hint)
                 try:
-                    columns.append(_convert(values, target, hint, self.decimal_handling))
-                except _Unconvertible:
+                    columns.append(convert(values, target, hint, self.decimal_handling))
+                except Unconvertible:
                     raise self._blame(name, target, hint, values, lines) from None
         table = pa.Table.from_arrays(columns, schema=self.schema)
         ops = pa.array(pending.ops, pa.int8())
@@ -664,21 +372,21 @@ class DebeziumDecoder:
         raw: list[pa.Field] = []
         sample = rows[:256]
         for index, (name, target) in enumerate(zip(self._columns, self.schema.types, strict=True)):
-            if _direct(target):
+            if direct(target):
                 kind: pa.DataType | None = target
             else:
                 first = next((row[index] for row in sample if row[index] is not None), None)
-                kind = _RAW_TYPES.get(type(first))
+                kind = RAW_TYPES.get(type(first))
                 if kind is None:
                     return None  # nothing to tell the column's encoding by, or an object
             raw.append(pa.field(name, kind))
         try:
             struct = pa.array(rows, pa.struct(raw))
-            no_hint = _Hint()
-            return [child if _direct(target) else _from_raw(child, target, self._hints.get(name, no_hint),
+            no_hint = Hint()
+            return [child if direct(target) else from_raw(child, target, self._hints.get(name, no_hint),
                                                             self.decimal_handling)
                     for name, target, child in zip(self._columns, self.schema.types, struct.flatten(), strict=True)]
-        except (_Unconvertible, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
+        except (Unconvertible, pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError,
                 ValueError, OverflowError, ArithmeticError):
             return None
 
@@ -723,18 +431,18 @@ class DebeziumDecoder:
             event.schema = msgspec.Raw(msgspec.json.encode(schema))
         return event
 
-    def _blame(self, name: str, target: pa.DataType, hint: _Hint, values: Sequence[Any],
+    def _blame(self, name: str, target: pa.DataType, hint: Hint, values: Sequence[Any],
                lines: list[int]) -> DebeziumError:
         for value, line in zip(values, lines, strict=True):
             try:
-                _convert([value], target, hint, self.decimal_handling)
-            except _Unconvertible as e:
+                convert([value], target, hint, self.decimal_handling)
+            except Unconvertible as e:
                 return DebeziumError(f"column {name!r}: {value!r} does not convert to {target}: {e}", line)
         return DebeziumError(f"column {name!r} does not convert to {target}", lines[0] if lines else None)
 
     # -- events -----------------------------------------------------------------------------------
 
-    def _schema_hints(self, schema: Any) -> dict[str, _Hint]:
+    def _schema_hints(self, schema: Any) -> dict[str, Hint]:
         """What a wrapped envelope's schema says of the table's columns."""
         return {k: v for k, v in schema_hints(schema).items() if k in self._known}
 
@@ -964,118 +672,3 @@ class DebeziumDecoder:
 
 
 # -- ingest ----------------------------------------------------------------------------------------
-
-@dataclass
-class IngestResult:
-    """What an ingest did."""
-
-    commits: int = 0
-    #: batches a previous run had committed already (re-sent, answered as duplicates)
-    repeated: int = 0
-    lines: int = 0
-    events: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    tombstones: int = 0
-    rows: int = 0
-    seconds: float = 0.0
-    mark: SourceMark | None = None
-    writer_id: str = ""
-    last_commit: int | None = None
-    #: processes that could decode lines (1: this one; more when the input was large enough for them)
-    workers: int = 1
-
-
-def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str, events: Iterable[Any], *,
-           writer_id: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE, decimal_handling: str = "precise",
-           on_commit: Callable[[IngestResult], None] | None = None, workers: int | None = None) -> IngestResult:
-    """Apply Debezium events (JSON lines as bytes/str, or parsed dicts; None is a tombstone) to the
-    primary-key table ``scope.table``: one commit per ``batch_size`` applied events.
-
-    With a ``writer_id`` that ingested before, events up to the position its last commit recorded are
-    skipped (exactly once across re-runs). On a :class:`DebeziumError` the batch being gathered is
-    dropped (nothing of it visible) and the error propagates; batches before it stay committed.
-    ``on_commit`` is called after each commit with the running result.
-
-    ``workers`` processes decode lines (default: ``$STREAMCAT_INGEST_WORKERS``, else one per CPU; 1: this
-    process alone) when ``events`` is an open binary file or lines of bytes of at least 16 MB and the table
-    deduplicates without a sequence field (see :mod:`catalog_api.streams.debezium_parallel`); the result
-    is the same either way.
-    """
-    if workers is not None and workers < 1:
-        raise ValueError("workers must be positive")
-    started = time.perf_counter()
-    # The batch's rows are many small objects that live until the batch commits: the cyclic garbage
-    # collector would walk them over and over (it costs as much as parsing), and ingest makes no cycles.
-    collecting = gc.isenabled()
-    gc.disable()
-    writer = StreamWriter(catalog, registry, scope, table, writer_id=writer_id, max_chunk_events=1 << 62)
-    result = IngestResult(writer_id=writer.writer_id)
-    try:
-        layout = writer.layout
-        if layout is None:
-            raise DebeziumError(f"{scope}.{table} is not a primary-key table (no 'primary-key' property)")
-        mark = None
-        if writer_id is not None:
-            last = writer.last_commit()
-            recorded = (last or {}).get("properties", {}).get(POSITION_PROPERTY)
-            if recorded:
-                mark = SourceMark.from_property(recorded)
-        decoder = DebeziumDecoder(writer.changes_schema(), layout, batch_size=batch_size, mark=mark,
-                                  decimal_handling=decimal_handling)
-        writer.change_dictionary = _dictionary_columns(decoder.schema)
-        batches = decoder.batches(events)
-        fanned = None
-        if workers != 1:
-            from catalog_api.streams import debezium_parallel as parallel  # it builds on this module
-
-            count = parallel.default_workers() if workers is None else workers
-            if count > 1 and parallel.parallel_capable(decoder):
-                fanned = parallel.ParallelDecoder(decoder, count)
-                batches = fanned.batches(events)
-        for batch in batches:
-            writer.write_changes(batch.table, batch.ops, premerged=True)  # the decoder pre-merged it
-            properties = {EVENTS_PROPERTY: str(batch.events)}
-            if batch.mark is not None:
-                properties[POSITION_PROPERTY] = batch.mark.to_property()
-            answer = writer.flush(properties=properties)
-            if answer is not None:
-                result.commits += 1
-                result.repeated += int(bool(answer.get("duplicate")))
-                result.last_commit = int(answer["number"])
-            result.rows += batch.table.num_rows
-            _account(result, decoder, started)
-            if on_commit is not None:
-                on_commit(result)
-        _account(result, decoder, started)
-        if fanned is not None and fanned.started:
-            result.workers = fanned.workers
-        return result
-    except BaseException:
-        writer.abort()
-        raise
-    finally:
-        writer._shut()
-        if collecting:
-            gc.enable()
-
-
-def _dictionary_columns(schema: pa.Schema) -> list[str]:
-    """The columns of an ingest's change chunks worth Parquet's dictionary encoding: text and bytes, whose
-    values repeat (names, states, codes). Numbers, decimals and times of changed rows mostly do not, and
-    building a dictionary of them only to give it up doubled the time of writing a chunk."""
-    return [f.name for f in schema if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
-            or pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type)]
-
-
-def _account(result: IngestResult, decoder: DebeziumDecoder, started: float) -> None:
-    stats = decoder.stats
-    result.lines, result.events, result.applied = stats.lines, stats.events, stats.applied
-    result.duplicates, result.tombstones = stats.duplicates, stats.tombstones
-    result.mark = decoder.mark
-    result.seconds = time.perf_counter() - started
-
-
-__all__ = ["DEFAULT_BATCH_SIZE", "EVENTS_PROPERTY", "POSITION_PROPERTY", "ChangeBatch", "DebeziumDecoder",
-           "DebeziumError", "IngestResult", "SourceMark", "ingest", "schema_hints",
-           "source_position"]

@@ -31,8 +31,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from catalog_api.streams.debezium import ChangeBatch, DebeziumDecoder, SourceMark, _direct
-from catalog_api.streams.debezium_blocks import DecodedBlock, decode_block
+from catalog_api.streams.debezium.blocks import DecodedBlock, decode_block
+from catalog_api.streams.debezium.decoder import ChangeBatch, DebeziumDecoder, SourceMark
+from catalog_api.streams.debezium.values import direct
 
 #: Bytes of lines per block a worker decodes.
 BLOCK_BYTES = 8 << 20
@@ -63,7 +64,7 @@ def parallel_capable(decoder: DebeziumDecoder) -> bool:
     """Whether the decoder's table can be ingested in parallel (see the module's docstring)."""
     layout = decoder.layout
     return (layout.sequence_field is None and layout.merge_engine == "deduplicate"
-            and all(_direct(decoder.schema.field(k).type) for k in layout.key))
+            and all(direct(decoder.schema.field(k).type) for k in layout.key))
 
 
 # -- the workers -----------------------------------------------------------------------------------
