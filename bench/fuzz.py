@@ -32,13 +32,14 @@ import schemathesis
 from flask import Flask
 from hypothesis import given, seed, settings
 from hypothesis.errors import Unsatisfiable
+from schemathesis.core.result import Err
 from schemathesis.generation import GenerationMode
 
 from catalog_api.server import migrate
 from catalog_api.server.app import create_app
 from catalog_api.server.config import Settings
 from tests.contract.conftest import empty
-from tests.contract.fuzzing import CHECKS, SETTINGS, document, stateful_document
+from tests.contract.fuzzing import CHECKS, SETTINGS, TableFuzz, document, stateful_document, table_bodies, table_changes
 
 
 class Findings:
@@ -64,6 +65,9 @@ def each_operation(api: schemathesis.BaseSchema, round_seed: int, examples: int,
     for result in api.get_all_operations():
         if time.monotonic() > deadline:
             break
+        if isinstance(result, Err):
+            findings.add("the document", result.err())
+            continue
         operation = result.ok()
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
@@ -83,6 +87,30 @@ def each_operation(api: schemathesis.BaseSchema, round_seed: int, examples: int,
                 findings.add(f"{operation.label} ({mode.value})", error)
             ran += examples
     return ran
+
+
+def tables(app: Flask, round_seed: int, examples: int, findings: Findings) -> int:
+    """``examples`` malformed table bodies and as many change lists; returns how many ran."""
+    fuzz = TableFuzz(app)  # its scope again: sequences empty the database
+
+    @seed(round_seed)
+    @settings(max_examples=examples, **SETTINGS)
+    @given(body=table_bodies())
+    def create(body: dict[str, Any]) -> None:
+        fuzz.create(body)
+
+    @seed(round_seed)
+    @settings(max_examples=examples, **SETTINGS)
+    @given(changes=table_changes())
+    def alter(changes: list[Any]) -> None:
+        fuzz.alter(changes)
+
+    for where, run in (("table bodies", create), ("table changes", alter)):
+        try:
+            run()
+        except Exception as error:
+            findings.add(where, error)
+    return 2 * examples
 
 
 def sequences(app: Flask, count: int, steps: int, findings: Findings) -> None:
@@ -108,6 +136,8 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=5.0, help="how long to fuzz (default 5)")
     parser.add_argument("--seed", type=int, help="seed of the first round (default: random)")
     parser.add_argument("--examples", type=int, default=25, help="requests per operation and mode, per round")
+    parser.add_argument("--table-examples", type=int, default=200,
+                        help="malformed table bodies, and change lists, per round")
     parser.add_argument("--sequences", type=int, default=50, help="sequences per round")
     parser.add_argument("--steps", type=int, default=20, help="calls per sequence")
     parser.add_argument("--database-url", help="an empty database to use (default: a fresh SQLite file)")
@@ -126,6 +156,8 @@ def main() -> int:
         round_seed = first + rounds
         print(f"round {rounds + 1}, seed {round_seed}", flush=True)
         requests += each_operation(api, round_seed, args.examples, deadline, findings)
+        if time.monotonic() < deadline:
+            requests += tables(app, round_seed, args.table_examples, findings)
         if time.monotonic() < deadline:
             sequences(app, args.sequences, args.steps, findings)
         rounds += 1

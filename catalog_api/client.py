@@ -16,8 +16,8 @@ import requests
 from pydantic import BaseModel
 
 from catalog_api.api import models as wire
-from catalog_api.errors import CommitConflict
-from catalog_api.model import Chunk, Plan
+from catalog_api.errors import CommitConflict, CommitNotFound
+from catalog_api.model import Chunk, CommitOptions, Plan
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
 from registry.client import raise_for, read, write
@@ -211,17 +211,23 @@ class CatalogClient:
                                 "materializedTables"))
 
     def alter_table(
-        self, scope: str, name: str, changes: Sequence[dict[str, Any]], expected_version: int | None = None
+        self,
+        scope: str,
+        name: str,
+        changes: Sequence[wire.TableChange | dict[str, Any]],
+        expected_version: int | None = None,
     ) -> dict[str, Any]:
-        """Apply table changes (see catalog_api.changes and the TableChange models)."""
-        body = parse_json(wire.AlterTableRequest, {"changes": list(changes), "expectedVersion": expected_version})
+        """Apply table changes: the wire models of ``wire.TableChange`` (``wire.AddColumn(...)``), or their
+        JSON form, checked by the same models before they are sent."""
+        given = [c.model_dump(mode="json", exclude_unset=True) if isinstance(c, BaseModel) else c for c in changes]
+        body = parse_json(wire.AlterTableRequest, {"changes": given, "expectedVersion": expected_version})
         return _checked(wire.Table, self._call("PATCH", f"/v1/scopes/{_q(scope)}/tables/{_q(name)}", write(body)))
 
     def set_partitioning(
         self, scope: str, name: str, partitioning: str, expected_version: int | None = None
     ) -> dict[str, Any]:
         """Make ``partitioning`` (text form; empty: unpartitioned) the table's current partition spec."""
-        change = {"op": "setPartitioning", "partitioning": partitioning}
+        change = wire.SetPartitioning(op="setPartitioning", partitioning=partitioning)
         return self.alter_table(scope, name, [change], expected_version=expected_version)
 
     def list_partitions(self, scope: str, name: str) -> dict[str, Any]:
@@ -237,47 +243,28 @@ class CatalogClient:
     # -- commits ----------------------------------------------------------------------------------
 
     def commit(
-        self,
-        scope: str,
-        stream: str,
-        chunks: Sequence[Chunk],
-        *,
-        overwrite: bool = False,
-        writer_id: str | None = None,
-        writer_sequence: int | None = None,
-        properties: dict[str, str] | None = None,
-        kind: str | None = None,
-        read_cut: int | None = None,
-        base_cut: int | None = None,
-        expected_last_commit: int | None = None,
-        removes: Sequence[str] = (),
+        self, scope: str, stream: str, chunks: Sequence[Chunk], options: CommitOptions | None = None, **fields: Any
     ) -> dict[str, Any]:
         """Add chunks as one commit; ``duplicate`` in the answer tells a repeated (writer, sequence).
 
-        ``kind`` (append, overwrite, row-level, compaction; by default overwrite when ``overwrite``
-        is set, else append), ``read_cut`` (row-level), ``base_cut`` (compaction) and ``removes``
-        (live chunk paths a row-level commit or a compaction removes) are docs/changelog-tables.md's.
-        With ``expected_last_commit`` the commit is made only if the stream's newest commit is that
-        one. A lost race (that, or a removed chunk no longer live) raises CommitConflict.
+        ``options`` (or, for short, its ``fields`` as keywords) are ``catalog_api.model.CommitOptions``,
+        as ``CatalogService.commit`` takes them (docs/changelog-tables.md, "Commits"). A lost race (an
+        ``expected_last_commit`` that is not the newest, or a removed chunk no longer live) raises
+        CommitConflict.
         """
-        fields: dict[str, Any] = {
-            "chunks": [wire.ChunkInfo.of(c) for c in chunks],
-            "overwrite": overwrite,
-            "writer_id": writer_id,
-            "writer_sequence": writer_sequence,
-            "properties": properties or {},
-        }
-        optional = {
-            "kind": kind,
-            "read_cut": read_cut,
-            "base_cut": base_cut,
-            "expected_last_commit": expected_last_commit,
-            "removes": list(removes) or None,
-        }
-        fields.update({k: v for k, v in optional.items() if v is not None})
-        body = wire.CommitRequest.model_construct(**fields)
+        body = wire.CommitRequest.of(chunks, options if options is not None else CommitOptions(**fields))
         path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits"
         return _checked(wire.Commit, self._call("POST", path, write(body)))
+
+    def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> dict[str, Any] | None:
+        """The commit ``writer_id`` made with ``writer_sequence`` (``{"commit": ..., "paths": [...]}``: the
+        commit and the paths of the chunks it added), or None when it was not made."""
+        path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits/find"
+        try:
+            answer = self._call("GET", path, params={"writerId": writer_id, "writerSequence": writer_sequence})
+        except CommitNotFound:
+            return None
+        return _checked(wire.WriterCommit, answer)
 
     def commits(self, scope: str, stream: str, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
         """Commit history after a commit number."""

@@ -23,6 +23,12 @@ class TableNotFound(NotFound):
     code = "TableNotFound"
 
 
+class CommitNotFound(NotFound):
+    """No commit of that writer id and sequence on the stream (the writer's commit was not made)."""
+
+    code = "CommitNotFound"
+
+
 class ReaderNotFound(NotFound):
     """No registered reader of that name on the stream."""
 

@@ -7,8 +7,9 @@ or after it (``CatalogStore.chunk_paths``). A chunk removed by an overwrite, a r
 compaction stays needed until expiry moves past the commit that removed it, and never before every
 registered reader has read past it. Storage may hold more (a writer killed between writing files
 and committing them, an aborted transaction whose clean-up failed, commits hidden by truncation,
-chunks removed before the oldest retained cut). A grace period protects files a live writer has
-written and is about to commit.
+chunks removed before the oldest retained cut). Files under ``metadata/`` are never collected: they
+are the table's Iceberg metadata, which no chunk lists (docs/iceberg.md). A grace period protects
+files a live writer has written and is about to commit.
 This runs next to the database (the admin host), not through the REST API: deleting files is an
 operator's decision, not a client's. It deletes only regular files inside the location of the
 stream it collects, reached without a symlink, and only in locations the server would give today

@@ -8,7 +8,8 @@ database transaction, so that stream, table and group change together or not at 
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from registry.ids import GroupName, Namespace, SchemaId
 from registry.model import Compatibility, GroupProperties, SchemaInfo, SchemaWithVersion, VersionInfo
@@ -48,3 +49,13 @@ class SchemaGroups(Protocol):
 
     def unknown_encodings(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[int]:
         """Those of ``ids`` that are not encoding ids of the group."""
+
+
+class TableRules(Protocol):
+    """The rule set of a table's schema version (docs/data-contracts.md), as the registry's data
+    contracts keep it: the catalog mirrors a table's CHECK constraints there."""
+
+    def set_rule_set(self, namespace: Namespace, name: GroupName, rule_set: Mapping[str, Any],
+                     properties: Mapping[str, str]) -> None:
+        """Make ``rule_set`` (Confluent's JSON) the rule set of the group's latest version: the same
+        schema as a new version, its metadata with ``properties`` set (no tag added)."""

@@ -1,4 +1,4 @@
-"""Where streams may keep their files (DESIGN.md §6): the server owns storage locations.
+"""Where streams may keep their files (docs/decisions.md, "Storage locations"): the server owns storage locations.
 
 A stream's location is either the one the server gives it (``<warehouse>/<scope>/<stream>``:
 *managed*, its files purged with it) or an explicit one strictly inside the warehouse or a root

@@ -14,23 +14,29 @@ from typing import Any
 
 from cachetools import LRUCache
 
-from catalog_api import locations, storage
-from catalog_api.changes import apply_column_changes, check_ops, partitioning_of
+from catalog_api import constraints, locations, storage
+from catalog_api.aggregates import AggregateError, check_columns, field_aggregates, has_field_settings
+from catalog_api.changes import POLICY_PROPERTY, TableChange, apply, partitioning_of, policy_from_property
 from catalog_api.cuts import check_expiry, check_truncation
-from catalog_api.errors import CommitConflict, LocationNotAllowed, ScopeNotEmpty, StreamSealed, TableNotFound
-from catalog_api.groups import SchemaGroups
+from catalog_api.errors import (
+    CommitConflict,
+    CommitNotFound,
+    LocationNotAllowed,
+    ScopeNotEmpty,
+    StreamSealed,
+    TableNotFound,
+)
+from catalog_api.groups import SchemaGroups, TableRules
 from catalog_api.model import (
     APPEND,
     COLUMNAR,
-    COMMIT_KINDS,
-    COMPACTION,
     DELETES,
     GROUP_PRIMARY_KEY,
     MERGE_ENGINE_PROPERTY,
     MERGE_ENGINES,
+    METADATA_FOLDER,
     OVERWRITE,
     PRIMARY_KEY_PROPERTY,
-    ROW_LEVEL,
     SEQUENCE_FIELD_PROPERTY,
     TABLE_FORMATS,
     Change,
@@ -46,6 +52,7 @@ from catalog_api.model import (
     Stream,
     StreamConfig,
     Table,
+    WriterCommit,
     primary_key,
 )
 from catalog_api.partitioning.pruning import ChunkPruner
@@ -60,6 +67,7 @@ from catalog_api.partitioning.rules import (
 from catalog_api.partitioning.spec import UNPARTITIONED, with_current_names
 from catalog_api.schema import to_schema, to_struct
 from catalog_api.schema.fieldids import carry_field_ids
+from catalog_api.schema.spark import parse_struct
 from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
 from registry.errors import BadRequest, Conflict, GroupNotFound, WriteConflict
 from registry.ids import GroupName, Namespace, TypeName
@@ -76,30 +84,6 @@ log = logging.getLogger(__name__)
 
 #: Default policy of a table's group, as in Confluent's registry.
 DEFAULT_POLICY = "Backward"
-_POLICY_NAMES = {
-    p.lower().replace("_", ""): p
-    for p in (
-        "AllowAny",
-        "DenyAll",
-        "Backward",
-        "Forward",
-        "Full",
-        "BackwardTransitive",
-        "ForwardTransitive",
-        "FullTransitive",
-    )
-}
-#: Table properties that steer the catalog rather than being stored as they are.
-POLICY_PROPERTY = "compatibility"
-
-
-def policy_from_property(value: str) -> Compatibility:
-    """A policy from a TBLPROPERTIES value: ``BACKWARD``, ``full_transitive``, ``FullTransitive``..."""
-    key = value.strip().lower().replace("_", "").replace("-", "")
-    if key not in _POLICY_NAMES:
-        raise BadRequest(f"unknown compatibility {value!r}; expected one of {', '.join(_POLICY_NAMES.values())}")
-    return Compatibility.of(_POLICY_NAMES[key])
-
 
 #: Names a record or message may not take: Avro's primitive types and the options the
 #: protobuf conversion declares.
@@ -155,6 +139,8 @@ class CatalogService:
         #: Checks every commit must pass (materialized tables take commits from their refresher only):
         #: each is given (scope, stream, commit properties, commit kind) and raises to refuse it.
         self.commit_guards: list[Callable[[str, str, Mapping[str, str], str], None]] = []
+        #: Where a table's CHECK constraints are mirrored as CEL rules (None: not mirrored).
+        self.rules: TableRules | None = None
 
     def default_location(self, scope: str, stream: str) -> str:
         """Where a stream's chunk files go unless its creator says otherwise."""
@@ -205,6 +191,14 @@ class CatalogService:
     def get_scope(self, name: str) -> Scope:
         """A scope by name."""
         return self.store.get_scope(name)
+
+    def count_tables(self) -> int:
+        """How many tables all scopes hold."""
+        return self.store.count_tables()
+
+    def recent_commits(self, limit: int) -> list[tuple[str, str, Commit]]:
+        """The newest ``limit`` commits of every stream, newest first, as (scope, stream, commit)."""
+        return self.store.recent_commits(limit)
 
     def list_scopes(self, token: str | None, limit: int) -> Page:
         """A page of scopes."""
@@ -301,6 +295,7 @@ class CatalogService:
         latest = groups.latest_version(namespace, group)
         if latest is None:
             raise Conflict(f"table {stream.scope}.{stream.name} has no schema: every version of its group is deleted")
+        rule_set = constraints.rule_set_of(latest.schema.properties)
         return Table(
             scope=stream.scope,
             name=stream.name,
@@ -316,11 +311,18 @@ class CatalogService:
             primary_key=primary_key(record.properties),
             partition_spec=record.partition_spec,
             partition_specs=record.partition_specs,
+            checks=tuple(constraints.in_force(record.properties, rule_set)),
+            rule_set=rule_set,
         )
 
     def get_table(self, scope: str, name: str) -> Table:
         """A table with its current schema (its group's latest version)."""
         return self.store.get_table(scope, name, self._view)
+
+    def list_table_entries(self, scope: str, token: str | None, limit: int) -> Page:
+        """A page of the scope's tables as TableEntry: names and what the tables' own rows say, cheaper
+        than :meth:`list_tables` (which reads each table's schema from its group)."""
+        return self.store.list_table_entries(scope, token, limit)
 
     def list_tables(self, scope: str, token: str | None, limit: int) -> Page:
         """A page of the scope's tables."""
@@ -332,6 +334,9 @@ class CatalogService:
         fmt = request.format.lower()
         if fmt not in TABLE_FORMATS:
             raise BadRequest(f"unknown table format {request.format!r}; expected one of {', '.join(TABLE_FORMATS)}")
+        # The wire model refuses a malformed schema too; the rule is the service's, whoever calls it, and
+        # keys, partitioning and field ids below read a schema that is known to be a struct of columns.
+        parse_struct(request.schema)
         properties = dict(request.properties)
         policy = request.compatibility or Compatibility.of(DEFAULT_POLICY)
         if POLICY_PROPERTY in properties:
@@ -353,17 +358,21 @@ class CatalogService:
             groups.create_group(namespace, group_name, group)
             groups.add_schema(namespace, group_name, info)
 
+        constraints.check_declared(properties)
         spec = TableSpec(fmt, request.comment, properties, partitioning)
         placement = self._placement(scope, request.name, request.location)
-        return self.store.create_table(scope, request.name, request.config, placement, spec, register, self._view)
+        created = self.store.create_table(scope, request.name, request.config, placement, spec, register, self._view)
+        return self._mirror(created)
 
     def alter_table(
-        self, scope: str, name: str, expected_version: int | None, changes: Sequence[dict[str, Any]]
+        self, scope: str, name: str, expected_version: int | None, changes: Sequence[TableChange]
     ) -> Table:
-        """Apply Spark's table changes; a new schema must pass the group's policy (409 with reasons)."""
-        check_ops(changes)
+        """Apply Spark's table changes (catalog_api.changes); a new schema must pass the group's policy
+        (409 with reasons)."""
         text = partitioning_of(changes)
         namespace, group = Namespace(scope), GroupName(name)
+
+        before: list[Table] = []
 
         def update(record: TableRecord, groups: SchemaGroups) -> TableMeta:
             if expected_version is not None and expected_version != record.version:
@@ -371,36 +380,41 @@ class CatalogService:
                     f"table {scope}.{name} is at version {record.version}, not {expected_version}; reload and retry"
                 )
             current = self._view(record, groups)
-            properties, comment = dict(record.properties), record.comment
-            for change in changes:
-                op = change["op"]
-                if op in ("setProperty", "removeProperty") and change.get("key") == PRIMARY_KEY_PROPERTY:
-                    _check_key_unchanged(record.properties, change)
-                elif op == "setProperty" and change.get("key") == POLICY_PROPERTY:
-                    groups.update_compatibility(namespace, group, policy_from_property(str(change["value"])), None)
-                elif op == "setProperty":
-                    properties[str(change["key"])] = str(change["value"])
-                elif op == "removeProperty":
-                    properties.pop(str(change["key"]), None)
-                elif op == "setComment":
-                    comment = str(change.get("comment") or "")
-                elif op == "setCompatibility":
-                    groups.update_compatibility(namespace, group, change["compatibility"], None)
-            key = primary_key(record.properties)
-            _check_key_columns_kept(key, changes)
-            schema = apply_column_changes(current.schema, changes)
-            _check_key_columns_intact(key, current.schema, schema)
-            _check_change_properties(schema, properties)
+            before[:] = [current]
+            altered = apply(current, changes, groups)
+            schema = altered.schema
+            _check_key_columns_intact(current.primary_key, current.schema, schema)
+            _check_change_properties(schema, altered.properties)
             partitioning = None
             if text is not None:
                 partitioning, schema = new_spec(text, schema, record.partition_specs, record.last_partition_field_id)
             in_force = partitioning or with_current_names(record.partition_spec, current.schema)
-            check_sources(in_force, schema, key, dropping=any(c.get("op") == "dropColumn" for c in changes))
+            check_sources(in_force, schema, current.primary_key, dropping=altered.dropped)
+            constraints.check_declared(altered.properties)
             if schema != current.schema:
                 self._make_current(groups, namespace, group, _schema_info(schema, record.format, name, scope))
-            return TableMeta(comment, properties, partitioning)
+            return TableMeta(altered.comment, altered.properties, partitioning)
 
-        return self.store.alter_table(scope, name, update, self._view)
+        altered = self.store.alter_table(scope, name, update, self._view)
+        # A column change makes a version without the rule set: the previous one's rules carry over.
+        previous = before[0].rule_set if before and altered.rule_set is None else None
+        return self._mirror(altered, constraints.dropped(changes), previous)
+
+    def _mirror(self, table: Table, dropped: Sequence[str] = (), previous: Mapping[str, Any] | None = None) -> Table:
+        """``table`` once its schema version's rule set mirrors its CHECK constraints (catalog_api/constraints.py)."""
+        if self.rules is None:
+            return table
+        base = table.rule_set or previous
+        wanted = constraints.mirrored(table.properties, base, dropped)
+        if wanted is None:
+            if base is table.rule_set or not base:
+                return table
+            wanted = dict(base)
+        # The table's version makes each mirrored contract new: a contract seen before would otherwise
+        # answer its older version (registration is idempotent), which is not the latest.
+        self.rules.set_rule_set(Namespace(table.scope), GroupName(table.name), wanted,
+                                {constraints.REVISION_PROPERTY: str(table.version)})
+        return self.get_table(table.scope, table.name)
 
     def replace_schema(self, scope: str, name: str, schema: dict[str, Any]) -> Table:
         """Make ``schema`` (a Spark StructType's JSON) the table's, as a new query of a materialized table
@@ -448,34 +462,19 @@ class CatalogService:
     # -- commits ----------------------------------------------------------------------------------
 
     def commit(
-        self,
-        scope: str,
-        stream: str,
-        chunks: Sequence[Chunk],
-        *,
-        overwrite: bool = False,
-        writer_id: str | None = None,
-        writer_sequence: int | None = None,
-        properties: dict[str, str] | None = None,
-        kind: str | None = None,
-        read_cut: int | None = None,
-        base_cut: int | None = None,
-        expected_last_commit: int | None = None,
-        removes: Sequence[str] = (),
+        self, scope: str, stream: str, chunks: Sequence[Chunk], options: CommitOptions | None = None, **fields: Any
     ) -> Commit:
         """Make chunk files visible (and, by kind, others invisible), all at once.
 
-        ``kind`` defaults to overwrite when ``overwrite`` is set, else append (docs/changelog-tables.md,
-        "Commits"): an overwrite removes every live chunk; a row-level commit (which records the
-        ``read_cut`` its scan read) and a compaction (whose chunks hold the state at ``base_cut``) may
-        remove the live chunks ``removes`` names. With ``expected_last_commit`` the commit is made only
-        if the stream's newest commit is that one (CommitConflict otherwise, as for a removed chunk
-        that is no longer live).
+        ``options`` (or, for short, its ``fields`` as keywords) say how (``CommitOptions``, whose rules
+        refuse what does not fit: BadRequest): an overwrite removes every live chunk; a row-level commit
+        (which records the ``read_cut`` its scan read) and a compaction (whose chunks hold the state at
+        ``base_cut``) may remove the live chunks ``removes`` names. With ``expected_last_commit`` the
+        commit is made only if the stream's newest commit is that one (CommitConflict otherwise, as for
+        a removed chunk that is no longer live).
         """
-        options = _commit_options(
-            chunks, overwrite, writer_id, writer_sequence, properties, kind, read_cut, base_cut,
-            expected_last_commit, removes,
-        )
+        options = options if options is not None else CommitOptions(**fields)
+        options.check(chunks)
         for guard in self.commit_guards:
             guard(scope, stream, options.properties, options.kind)
         # A writer names the spec it split its rows by, spec 0 included (it loaded the table unpartitioned).
@@ -525,6 +524,15 @@ class CatalogService:
                 check_partition(what, c.path, c.partition, specs, schema)
 
         return self.store.commit(scope, stream, chunks, options, check)
+
+    def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit:
+        """The commit ``writer_id`` made with ``writer_sequence`` and the paths of the chunks it added
+        (CommitNotFound: that commit was not made)."""
+        found = self.store.find_commit(scope, stream, writer_id, writer_sequence)
+        if found is None:
+            raise CommitNotFound(f"stream {scope}.{stream} has no commit of writer {writer_id!r} with sequence "
+                                 f"{writer_sequence}")
+        return found
 
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
         """The stream's commits numbered above ``after``, oldest first."""
@@ -655,7 +663,9 @@ class CatalogService:
         root the location is in (a symlink made after the stream was created could otherwise lead
         into another stream's directory, or out). A stream whose location the server would not
         give today (outside the warehouse and every allowed root, or leading out of it through a
-        symlink) is refused with LocationNotAllowed: its directory is not the server's to clean.
+        symlink) is refused with LocationNotAllowed: its directory is not the server's to clean. Files
+        under ``metadata/`` are the table's Iceberg metadata (catalog_api/iceberg/), which no chunk lists:
+        never garbage.
         """
         current = self.store.get_stream(scope, stream)
         try:
@@ -671,6 +681,7 @@ class CatalogService:
             for f in storage.list_files(str(location))
             if f.path not in referenced
             and f.mtime_ns < horizon
+            and not f.path.startswith(METADATA_FOLDER + "/")
             and locations.safe_relative(f.path)
             and any(locations.symlink_free_below(root, location.child(f.path)) for root in roots)
         ]
@@ -699,69 +710,6 @@ def _schema_info(struct: dict[str, Any], fmt: str, table: str, scope: str) -> Sc
     """The registry schema of a Spark table schema in the table's format."""
     type_name, data = to_schema(struct, fmt, _avro_name(table), _avro_name(scope))
     return SchemaInfo(TypeName(type_name), SerializationFormat(TABLE_FORMATS[fmt]), data)
-
-
-def _commit_options(
-    chunks: Sequence[Chunk],
-    overwrite: bool,
-    writer_id: str | None,
-    writer_sequence: int | None,
-    properties: dict[str, str] | None,
-    kind: str | None,
-    read_cut: int | None,
-    base_cut: int | None,
-    expected_last_commit: int | None,
-    removes: Sequence[str],
-) -> CommitOptions:
-    """A commit request's options, if they fit together (BadRequest naming what does not)."""
-    kind = kind or (OVERWRITE if overwrite else APPEND)
-    if kind not in COMMIT_KINDS:
-        raise BadRequest(f"unknown commit kind {kind!r}; expected one of {', '.join(COMMIT_KINDS)}")
-    if overwrite and kind != OVERWRITE:
-        raise BadRequest(f"overwrite is a commit kind of its own; a {kind} commit cannot overwrite")
-    removes = tuple(removes)
-    if not chunks and not (kind == OVERWRITE or (kind in (ROW_LEVEL, COMPACTION) and removes)):
-        raise BadRequest(
-            "a commit needs at least one chunk (or overwrite, to empty the stream; or, for a row-level commit "
-            "or a compaction, chunks to remove)"
-        )
-    if (writer_id is None) != (writer_sequence is None):
-        raise BadRequest("writerId and writerSequence go together")
-    paths = [c.path for c in chunks]
-    outside = [p for p in (*paths, *removes) if not locations.safe_relative(p)]
-    if outside:
-        # The wire model refuses these too; the rule is the service's, whoever calls it.
-        raise BadRequest(f"chunk path {outside[0]!r} must be relative to the stream's location, without '..'")
-    if len(set(paths)) != len(paths):
-        raise BadRequest("a commit lists the same chunk path twice")
-    if removes and kind not in (ROW_LEVEL, COMPACTION):
-        raise BadRequest(f"only row-level commits and compactions remove chunks by name, not a {kind} commit")
-    if len(set(removes)) != len(removes):
-        raise BadRequest("a commit removes the same chunk path twice")
-    both = set(paths) & set(removes)
-    if both:
-        raise BadRequest(f"a commit both adds and removes chunk {sorted(both)[0]!r}")
-    if kind == ROW_LEVEL and read_cut is None:
-        raise BadRequest("a row-level commit records the cut its scan read: readCut is missing")
-    if read_cut is not None and kind not in (ROW_LEVEL, OVERWRITE):
-        raise BadRequest(f"readCut belongs to row-level commits (and overwrites), not to a {kind} commit")
-    if kind == COMPACTION and base_cut is None:
-        raise BadRequest("a compaction holds the state at a cut: baseCut is missing")
-    if base_cut is not None and kind != COMPACTION:
-        raise BadRequest(f"baseCut belongs to compactions, not to a {kind} commit")
-    for name, value in (("readCut", read_cut), ("baseCut", base_cut), ("expectedLastCommit", expected_last_commit)):
-        if value is not None and value < 0:
-            raise BadRequest(f"{name} cannot be negative")
-    return CommitOptions(
-        kind=kind,
-        writer_id=writer_id,
-        writer_sequence=writer_sequence,
-        properties=dict(properties or {}),
-        read_cut=read_cut,
-        base_cut=base_cut,
-        expected_last_commit=expected_last_commit,
-        removes=removes,
-    )
 
 
 # -- primary-key tables ---------------------------------------------------------------------------
@@ -819,39 +767,15 @@ def _check_change_properties(schema: dict[str, Any], properties: dict[str, str])
     engine = properties.get(MERGE_ENGINE_PROPERTY)
     if engine is not None and engine not in MERGE_ENGINES:
         raise BadRequest(f"unknown 'merge-engine' {engine!r}; expected one of {', '.join(MERGE_ENGINES)}")
-
-
-def _check_key_unchanged(properties: dict[str, str], change: dict[str, Any]) -> None:
-    """A table's key is set when it is created, and only then."""
-    current = primary_key(properties)
-    wanted = primary_key({PRIMARY_KEY_PROPERTY: str(change.get("value", ""))})
-    if change["op"] == "setProperty" and current and wanted == current:
-        return  # setting the key it has already changes nothing
-    have = properties.get(PRIMARY_KEY_PROPERTY)
-    what = "remove" if change["op"] == "removeProperty" else ("change" if have else "add")
-    raise BadRequest(
-        f"cannot {what} 'primary-key' of an existing table"
-        + (f" (it is {have!r})" if have else " (it was created without one)")
-        + "; a table's key is set when it is created"
-    )
-
-
-def _check_key_columns_kept(key: tuple[str, ...], changes: Sequence[dict[str, Any]]) -> None:
-    """No change drops, renames, retypes or makes nullable a key column (BadRequest naming it)."""
-    refused = {
-        "dropColumn": "drop",
-        "renameColumn": "rename",
-        "updateColumnType": "change the type of",
-        "updateColumnNullability": "make nullable",
-    }
-    for change in changes:
-        path = change.get("path") or []
-        op = change.get("op")
-        if len(path) != 1 or path[0] not in key or op not in refused:
-            continue
-        if op == "updateColumnNullability" and not change.get("nullable"):
-            continue
-        raise BadRequest(f"cannot {refused[op]} column {path[0]!r}: it is part of the table's primary key")
+    if has_field_settings(properties) and engine != "aggregation":
+        raise BadRequest("'fields.<column>.aggregate-function', 'ignore-retract' and 'list-agg-delimiter' "
+                         "apply to tables with 'merge-engine' = 'aggregation'")
+    if engine == "aggregation":
+        types = {name: column.get("type") for name, column in _top_level(schema).items()}
+        try:
+            check_columns(field_aggregates(properties), types, primary_key(properties))
+        except AggregateError as e:
+            raise BadRequest(str(e)) from None
 
 
 def _check_key_columns_intact(key: tuple[str, ...], before: dict[str, Any], after: dict[str, Any]) -> None:

@@ -31,6 +31,8 @@ from catalog_api.model import (
     Stream,
     StreamConfig,
     Table,
+    TableEntry,
+    WriterCommit,
 )
 from catalog_api.orm import ChunkRow, CommitRow, PartitionSpecRow, ReaderRow, ScopeRow, StreamRow, TableRow
 from catalog_api.partitioning.spec import UNPARTITIONED, PartitionSpec
@@ -235,6 +237,21 @@ class SqlCatalogStore(CatalogStore):
         with self._read() as session:
             return _scope(self._scope_row(session, name))
 
+    def count_tables(self) -> int:
+        with self._read() as session:
+            return session.scalar(select(func.count()).select_from(TableRow)) or 0
+
+    def recent_commits(self, limit: int) -> list[tuple[str, str, Commit]]:
+        with self._read() as session:
+            rows = session.execute(
+                select(ScopeRow.name, StreamRow.name, CommitRow)
+                .join(StreamRow, StreamRow.id == CommitRow.stream_id)
+                .join(ScopeRow, ScopeRow.id == StreamRow.scope_id)
+                .order_by(CommitRow.id.desc())
+                .limit(limit)
+            ).all()
+            return [(scope, stream, _commit(commit, 0)) for scope, stream, commit in rows]
+
     def list_scopes(self, token: str | None, limit: int) -> Page:
         after = decode_token(token)
         with self._read() as session:
@@ -395,6 +412,20 @@ class SqlCatalogStore(CatalogStore):
         with self._read() as session:
             return self._view(session, scope, *self._table_parts(session, scope, name), view)
 
+    def list_table_entries(self, scope: str, token: str | None, limit: int) -> Page:
+        after = decode_token(token)
+        with self._read() as session:
+            scope_row = self._scope_row(session, scope)
+            rows = session.execute(
+                select(StreamRow.id, StreamRow.name, StreamRow.last_commit, TableRow.format, TableRow.properties)
+                .join(TableRow, TableRow.stream_id == StreamRow.id)
+                .where(StreamRow.scope_id == scope_row.id, StreamRow.id > after)
+                .order_by(StreamRow.id)
+                .limit(limit)
+            ).all()
+        entries = [TableEntry(name, fmt, last, dict(properties)) for _id, name, last, fmt, properties in rows]
+        return Page(entries, str(rows[-1][0] if rows else after))
+
     def list_tables(self, scope: str, token: str | None, limit: int, view: ViewTable) -> Page:
         after = decode_token(token)
         with self._read() as session:
@@ -554,6 +585,22 @@ class SqlCatalogStore(CatalogStore):
             except IntegrityError:
                 raise Conflict(f"a chunk of this commit is already committed to {scope}.{stream}") from None
             return _commit(commit, len(chunks))
+
+    def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit | None:
+        with self._read() as session:
+            row = self._stream_row(session, scope, stream)
+            found = session.scalars(
+                select(CommitRow).where(
+                    CommitRow.stream_id == row.id,
+                    CommitRow.writer_id == writer_id,
+                    CommitRow.writer_sequence == writer_sequence,
+                )
+            ).one_or_none()
+            if found is None:
+                return None
+            query = select(ChunkRow.path).where(ChunkRow.commit_id == found.id).order_by(ChunkRow.id)
+            paths = tuple(session.scalars(query))
+            return WriterCommit(_commit(found, len(paths)), paths)
 
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:
         with self._read() as session:

@@ -14,7 +14,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from catalog_api.groups import SchemaGroups
-from catalog_api.model import Change, Chunk, Commit, CommitOptions, Reader, Scope, Snapshot, Stream, StreamConfig, Table
+from catalog_api.model import (
+    Change,
+    Chunk,
+    Commit,
+    CommitOptions,
+    Reader,
+    Scope,
+    Snapshot,
+    Stream,
+    StreamConfig,
+    Table,
+    WriterCommit,
+)
 from catalog_api.partitioning.spec import NO_PARTITION_FIELDS, UNPARTITIONED, PartitionSpec
 
 
@@ -112,6 +124,15 @@ class CatalogStore(ABC):
         """A scope; ScopeNotFound if none."""
 
     @abstractmethod
+    def count_tables(self) -> int:
+        """How many tables all scopes hold."""
+
+    @abstractmethod
+    def recent_commits(self, limit: int) -> list[tuple[str, str, Commit]]:
+        """The newest ``limit`` commits of every stream, newest first, as (scope, stream, commit)
+        (their ``chunk_count`` is not counted: 0)."""
+
+    @abstractmethod
     def list_scopes(self, token: str | None, limit: int) -> Page:
         """Scopes in creation order."""
 
@@ -161,6 +182,10 @@ class CatalogStore(ABC):
         """A table; TableNotFound if none."""
 
     @abstractmethod
+    def list_table_entries(self, scope: str, token: str | None, limit: int) -> Page:
+        """Tables of a scope in creation order, as TableEntry (no group is read)."""
+
+    @abstractmethod
     def list_tables(self, scope: str, token: str | None, limit: int, view: ViewTable) -> Page:
         """Tables of a scope in creation order."""
 
@@ -181,6 +206,11 @@ class CatalogStore(ABC):
         every live chunk removed by it, other commits the live chunks ``options.removes`` names
         (CommitConflict if one is not live). The new chunks sort at the commit's number, a
         compaction's at its base cut; the commit's time is after its predecessor's."""
+
+    @abstractmethod
+    def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit | None:
+        """The commit ``writer_id`` made with ``writer_sequence``, with the paths of the chunks it added; None
+        when there is none."""
 
     @abstractmethod
     def commits(self, scope: str, stream: str, after: int, limit: int) -> list[Commit]:

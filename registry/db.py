@@ -1,7 +1,7 @@
 """Database plumbing shared by the SQL stores: engines (URL normalization, SQLite pragmas),
 write transactions that lock early and are run again when PostgreSQL rolls them back for a
-deadlock or a serialization failure, and the declarative base every table is declared on
-(one database, one Alembic history)."""
+deadlock or a serialization failure, which errors mean the database is not there for now,
+and the declarative base every table is declared on (one database, one Alembic history)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 
+import psycopg
 from sqlalchemy import JSON, Engine, Integer, MetaData, create_engine, event, func, select
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,29 @@ def rolled_back(error: BaseException) -> bool:
     """Whether ``error`` is PostgreSQL rolling a whole transaction back (deadlock, serialization
     failure): nothing of it was written, and running it again may well succeed."""
     return isinstance(error, OperationalError) and getattr(error.orig, "sqlstate", None) in ROLLED_BACK_SQLSTATES
+
+
+#: PostgreSQL shutting down, crashed or still starting up, and out of connection slots: the request did not
+#: reach a working database (connection exceptions, class 08, are matched by their class).
+UNAVAILABLE_SQLSTATES = frozenset({"57P01", "57P02", "57P03", "53300"})
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error`` is the database being out of reach (PostgreSQL stopped, restarting, the connection
+    lost): the same request may succeed once it is back, and the pool reconnects by itself (pre-ping).
+
+    A write whose connection was lost may or may not have been committed; a client that sends it again
+    must make the repeat harmless (a commit's writer id and sequence do).
+    """
+    if not isinstance(error, DBAPIError):
+        return False
+    if error.connection_invalidated:
+        return True
+    sqlstate = getattr(error.orig, "sqlstate", None)
+    if sqlstate is not None:
+        return sqlstate.startswith("08") or sqlstate in UNAVAILABLE_SQLSTATES
+    # psycopg's own failures carry no SQLSTATE: no server answered (refused, reset, timed out).
+    return isinstance(error.orig, psycopg.OperationalError | psycopg.InterfaceError)
 
 
 class Transactions:

@@ -163,6 +163,20 @@ class RegistryService:
         """How many groups the namespace holds."""
         return self.store.count_groups(namespace)
 
+    def namespaces(self) -> list[tuple[Namespace, int]]:
+        """Every namespace that holds a group, by name, with how many groups it holds."""
+        return self.store.namespaces()
+
+    def recent_versions(self, limit: int) -> list[tuple[Namespace, GroupName, VersionInfo, int]]:
+        """The newest ``limit`` versions added anywhere, newest first: (namespace, group, version, time)."""
+        return self.store.recent_versions(limit)
+
+    def find_groups(
+        self, namespace: Namespace, text: str, after: str, limit: int
+    ) -> list[tuple[GroupName, GroupProperties]]:
+        """A page of the namespace's groups whose name contains ``text`` (any case), by name, past ``after``."""
+        return self.store.find_groups(namespace, text, after, limit)
+
     def delete_namespace(self, namespace: Namespace) -> None:
         """Delete every group of the namespace."""
         self.store.delete_namespace(namespace)
@@ -320,6 +334,10 @@ class RegistryService:
     def encoding_id(self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName) -> EncodingId:
         """Get or create the encoding id of (version, codec)."""
         return self.store.encoding_id(namespace, name, version, codec)
+
+    def encodings(self, namespace: Namespace, name: GroupName) -> list[tuple[EncodingId, VersionInfo, CodecName]]:
+        """Every encoding id of the group, oldest first, with the version and codec it stands for."""
+        return self.store.encodings(namespace, name)
 
     def encoding_info(self, namespace: Namespace, name: GroupName, encoding: EncodingId) -> EncodingInfo:
         """What an encoding id stands for."""

@@ -22,10 +22,12 @@ from typing import Any, TypeVar
 
 from registry.credentials import Credentials
 
-__all__ = ["CATALOG_CLASS", "catalog_conf", "configure", "jar_path", "spark_conf"]
+__all__ = ["CATALOG_CLASS", "EXTENSIONS_CLASS", "catalog_conf", "configure", "jar_path", "spark_conf", "warehouse_dir"]
 
 #: The catalog class of the Java shim.
 CATALOG_CLASS = "streamcat.spark.StreamcatCatalog"
+#: The session extension of the Java shim: Spark SQL's parser, plus the materialized-table statements.
+EXTENSIONS_CLASS = "streamcat.spark.StreamcatSqlExtensions"
 
 Builder = TypeVar("Builder")
 
@@ -78,10 +80,31 @@ def spark_conf(
     return {
         "spark.jars": str(jar_path()),
         **catalog_conf(uri, catalog, **credentials),
+        # the materialized-table statements (CREATE MATERIALIZED TABLE ...): docs/materialized-tables.md
+        "spark.sql.extensions": EXTENSIONS_CLASS,
         "spark.pyspark.python": interpreter,
         "spark.pyspark.driver.python": interpreter,
         "spark.executorEnv.PYSPARK_PYTHON": interpreter,
+        **SESSION_CONF,
+        "spark.sql.warehouse.dir": str(warehouse_dir()),
     }
+
+
+#: Spark settings that keep a session from writing into its working directory: the session catalog in
+#: memory (no Derby ``metastore_db`` there, whose lock a second spark-sql in the same directory fails on;
+#: streamcat tables live in the streamcat catalog anyway), and spark-sql's results under their column names.
+SESSION_CONF = {
+    "spark.sql.catalogImplementation": "in-memory",
+    "spark.sql.cli.print.header": "true",
+}
+
+
+def warehouse_dir() -> Path:
+    """Where Spark's own session catalog keeps its (unused) warehouse: beside the plugin's jar, not in the
+    working directory, so that no ``spark-warehouse/`` is left behind there."""
+    from spark_plugin.build import cache_dir
+
+    return cache_dir() / "spark-warehouse"
 
 
 def configure(

@@ -107,6 +107,10 @@ def build(force: bool = False) -> Path:
     if target.exists() and not force:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    # A first build takes a while (10-20 s): say what is happening, on stderr so that $(streamcat spark-conf)
+    # still captures only the flags.
+    print(f"streamcat: compiling the Spark catalog plugin with javac into {target} (once per source change)",
+          file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="streamcat-build-", dir=target.parent) as work:
         classes = Path(work) / "classes"
         classes.mkdir()

@@ -23,6 +23,8 @@ settings.register_profile("streamcat", deadline=None)
 settings.load_profile("streamcat")
 
 BACKENDS = ["sqlite", "postgresql"]
+#: The session's SparkSession and its server, for every directory whose tests use Spark.
+pytest_plugins = ["tests.support.spark"]
 
 
 @pytest.fixture(scope="session")

@@ -45,21 +45,25 @@ def list_commits(scope: str, stream: str, query: m.CommitsQuery) -> m.CommitList
     permission=Need("write", "stream"),
 )
 def commit(scope: str, stream: str, body: m.CommitRequest) -> tuple[m.Commit, int]:
-    result = catalog_service().commit(
-        scope,
-        stream,
-        [c.to_domain() for c in body.chunks],
-        overwrite=body.overwrite,
-        writer_id=body.writer_id,
-        writer_sequence=body.writer_sequence,
-        properties=dict(body.properties),
-        kind=body.kind,
-        read_cut=body.read_cut,
-        base_cut=body.base_cut,
-        expected_last_commit=body.expected_last_commit,
-        removes=list(body.removes),
-    )
+    chunks, options = body.to_domain()
+    result = catalog_service().commit(scope, stream, chunks, options)
     return m.Commit.of(result), 200 if result.duplicate else 201
+
+
+@operation(
+    bp,
+    "GET",
+    "/commits/find",
+    "findCommit",
+    "The commit a writer made with one sequence and the chunk paths it added (404: not made); how a writer "
+    "whose answer was lost learns whether its commit was made",
+    query=m.FindCommitQuery,
+    response=m.WriterCommit,
+    errors=(400, 404),
+    permission=Need("read", "stream"),
+)
+def find_commit(scope: str, stream: str, query: m.FindCommitQuery) -> m.WriterCommit:
+    return m.WriterCommit.of(catalog_service().find_commit(scope, stream, query.writer_id, query.writer_sequence))
 
 
 @operation(

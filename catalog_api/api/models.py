@@ -7,14 +7,17 @@ and from the domain objects (``catalog_api.model``) is here. No Flask, werkzeug 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
+from catalog_api import changes as domain_changes
 from catalog_api import model as domain
 from catalog_api.model import CHUNK_KINDS, COMMIT_KINDS
 from catalog_api.partitioning.spec import PartitionSpec as Spec
 from catalog_api.partitioning.spec import with_current_names
+from catalog_api.schema.spark import parse_atomic
 from registry.api.models import Compatibility, VersionInfo
 from registry.api.wire import (
     MAX_INT64,
@@ -30,6 +33,7 @@ from registry.api.wire import (
     Wire,
     omitted,
 )
+from registry.errors import BadRequest
 
 if TYPE_CHECKING:
     ChunkKind = str
@@ -43,8 +47,6 @@ MAX_CUT = 2**62
 Count = Annotated[int, Field(ge=0, le=MAX_INT64), WholeNumber]
 Cut = Annotated[int, Field(ge=0, le=MAX_CUT), WholeNumber]
 Positive = Annotated[int, Field(ge=1, le=MAX_INT64), WholeNumber]
-#: A Spark data type in its JSON form: a name (``"integer"``) or an object (struct, array, map).
-SparkType = str | dict[str, Any]
 #: The USING clause of CREATE TABLE, in either case.
 TableFormat = Literal["avro", "protobuf", "json", "AVRO", "PROTOBUF", "JSON"]
 
@@ -236,14 +238,139 @@ class StreamList(Wire):
 # -- tables ------------------------------------------------------------------------------------------
 
 
-class StructType(Wire):
-    """A Spark StructType in its JSON form (``DataType.json()``); the fields are checked when the
-    schema is converted, with errors that name the field."""
+def _known_name(value: Any) -> Any:
+    """``value``, checked first if it names a type: as a step before the union, so that an error about
+    the name is reported at the member, not at the union's branch."""
+    if isinstance(value, str):
+        try:
+            parse_atomic(value, "")
+        except BadRequest as e:
+            raise ValueError(e.message.split(": ", 1)[-1]) from None
+    return value
+
+
+#: A Spark type without children, by its JSON name (``integer``, ``decimal(10,2)``, ``interval day``...).
+AtomicType = Annotated[str, Field(min_length=1, max_length=255)]
+#: What the ``type`` of a Spark type object may be.
+_COMPLEX = ("struct", "array", "map", "udt")
+
+
+def _type_tag(value: Any) -> str | None:
+    """Which branch of :data:`SparkType` ``value`` is: ``atomic`` for a name, else its ``type`` member."""
+    if isinstance(value, str):
+        return "atomic"
+    if isinstance(value, dict):
+        kind = value.get("type")
+        return kind if kind in _COMPLEX else None
+    return getattr(value, "type", None)
+
+
+class _SparkObject(Wire):
+    """Base of the Spark type objects: members Spark may add besides these are kept as given."""
 
     model_config = ConfigDict(extra="allow")
 
+
+class StructField(_SparkObject):
+    """One column of a struct: Spark's StructField in its JSON form (its comment, default and field id in
+    ``metadata``)."""
+
+    name: str
+    type: SparkType
+    nullable: bool
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, column: dict[str, Any]) -> StructField:
+        """The wire form of a column the catalog keeps (already valid)."""
+        return cls.model_construct(
+            name=column["name"], type=_type_of(column["type"]), nullable=column["nullable"],
+            metadata=column.get("metadata", {}),
+        )
+
+
+class StructType(_SparkObject):
+    """A Spark StructType in its JSON form (``DataType.json()``): uniquely named fields, each of a known
+    Spark type; a table's schema is one."""
+
     type: Literal["struct"]
-    fields: list[Any]
+    fields: list[StructField]
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> StructType:
+        seen: set[str] = set()
+        for f in self.fields:
+            if f.name in seen:
+                raise ValueError(f"duplicate field name {f.name!r}")
+            seen.add(f.name)
+        return self
+
+    @classmethod
+    def of(cls, schema: dict[str, Any]) -> StructType:
+        """The wire form of a schema the catalog keeps (already valid)."""
+        return cls.model_construct(type="struct", fields=[StructField.of(f) for f in schema["fields"]])
+
+
+class ArrayType(_SparkObject):
+    """``array<element>`` in Spark's JSON form."""
+
+    type: Literal["array"]
+    element_type: SparkType
+    contains_null: bool
+
+
+class MapType(_SparkObject):
+    """``map<key, value>`` in Spark's JSON form."""
+
+    type: Literal["map"]
+    key_type: SparkType
+    value_type: SparkType
+    value_contains_null: bool
+
+
+class UserDefinedType(_SparkObject):
+    """A user-defined type in Spark's JSON form (``class``, ``pyClass``, ``sqlType``...): valid Spark, and
+    refused by name by every table format."""
+
+    type: Literal["udt"]
+
+
+#: A Spark data type in its JSON form: a name (``"integer"``) or an object (struct, array, map, udt).
+SparkType = Annotated[
+    Annotated[AtomicType, Tag("atomic")]
+    | Annotated[StructType, Tag("struct")]
+    | Annotated[ArrayType, Tag("array")]
+    | Annotated[MapType, Tag("map")]
+    | Annotated[UserDefinedType, Tag("udt")],
+    Discriminator(
+        _type_tag,
+        custom_error_type="spark_type",
+        custom_error_message="a Spark type is a name ('integer', 'decimal(10,2)'...) or an object whose 'type' is "
+        "struct, array, map or udt",
+    ),
+    BeforeValidator(_known_name),
+]
+for _model in (StructField, StructType, ArrayType, MapType):
+    _model.model_rebuild()
+
+
+def _type_of(value: Any) -> Any:
+    """The wire form of a Spark type the catalog keeps (already valid)."""
+    if not isinstance(value, dict):
+        return value
+    kind = value.get("type")
+    if kind == "struct":
+        return StructType.of(value)
+    if kind == "array":
+        return ArrayType.model_construct(
+            type="array", element_type=_type_of(value["elementType"]), contains_null=value["containsNull"]
+        )
+    if kind == "map":
+        return MapType.model_construct(
+            type="map", key_type=_type_of(value["keyType"]), value_type=_type_of(value["valueType"]),
+            value_contains_null=value["valueContainsNull"],
+        )
+    return UserDefinedType.model_validate(value)
 
 
 #: A partitioning in its text form (docs/partitioning.md).
@@ -306,12 +433,32 @@ class ColumnPosition(Wire):
     after: str | None = None
 
 
-class _Change(Wire):
-    """One table change (Spark's TableChange), told apart by ``op``."""
+def _domain_value(value: Any) -> Any:
+    """A member of a wire change as its domain change holds it."""
+    if isinstance(value, ColumnPosition):
+        # No member set: no position, as absent.
+        return domain_changes.Position(bool(value.first), value.after) if value.model_fields_set else None
+    if isinstance(value, ColumnDefault):
+        return domain_changes.ColumnDefault(value.current, value.exists)
+    if isinstance(value, Compatibility):
+        return value.to_domain()
+    if isinstance(value, Wire):  # a Spark type object
+        return value.model_dump(mode="json")
+    if isinstance(value, list):  # a column path
+        return tuple(value)
+    return value
 
-    def to_change(self) -> dict[str, Any]:
-        """The change as catalog_api.changes reads it: what the client sent, null members left out."""
-        return {k: v for k, v in self.model_dump(mode="json", exclude_unset=True).items() if v is not None}
+
+class _Change(Wire):
+    """One table change (Spark's TableChange), told apart by ``op``: the wire form of the
+    catalog_api.changes type of the same ``op``, whose members have the same names."""
+
+    op: str
+
+    def to_domain(self) -> domain_changes.TableChange:
+        """The domain change."""
+        kind = domain_changes.BY_OP[self.op]
+        return kind(**{name: _domain_value(getattr(self, name)) for name in type(self).model_fields if name != "op"})
 
 
 class ColumnDefault(Wire):
@@ -417,10 +564,6 @@ class SetCompatibility(_Change):
     op: Literal["setCompatibility"]
     compatibility: Compatibility
 
-    def to_change(self) -> dict[str, Any]:
-        """The change with its policy as the domain object the service applies."""
-        return {"op": self.op, "compatibility": self.compatibility.to_domain()}
-
 
 class SetPartitioning(_Change):
     """Make ``partitioning`` (the text form of docs/partitioning.md; empty: unpartitioned) the table's
@@ -456,9 +599,22 @@ class AlterTableRequest(Wire):
     expected_version: Annotated[int, WholeNumber] | None = None
     changes: list[TableChange]
 
-    def to_changes(self) -> list[dict[str, Any]]:
-        """The changes as the catalog service takes them."""
-        return [change.to_change() for change in self.changes]
+    def to_domain(self) -> list[domain_changes.TableChange]:
+        """The changes as the catalog applies them."""
+        return [change.to_domain() for change in self.changes]
+
+
+class CheckConstraint(Wire):
+    """A CHECK constraint in force on a table (docs/data-contracts.md)."""
+
+    name: str
+    #: its condition as Spark SQL; null: a CEL rule without a SQL form (Spark does not enforce it)
+    sql: str | None
+    #: its condition as CEL, as the Python writers evaluate it; null: SQL without a CEL form
+    cel: str | None
+    #: whether the table declares it (property ``constraint.check.<name>``), else a CEL condition rule of
+    #: its schema version
+    declared: bool
 
 
 class Table(Wire):
@@ -482,6 +638,8 @@ class Table(Wire):
     partition_spec: PartitionSpec
     #: every spec the table has had, by id (spec 0 first): older chunks name theirs
     partition_specs: list[PartitionSpec]
+    #: the CHECK constraints in force: declared ones, then CEL condition rules translated to SQL
+    checks: list[CheckConstraint] = Field(default_factory=list)
 
     @classmethod
     def of(cls, table: domain.Table) -> Table:
@@ -493,7 +651,7 @@ class Table(Wire):
             format=table.format,
             group=table.name,
             type_name=table.type_name,
-            schema_=StructType.model_construct(**table.schema),
+            schema_=StructType.of(table.schema),
             schema_version=VersionInfo.of(table.schema_version),
             compatibility=Compatibility.of(table.compatibility),
             comment=table.comment,
@@ -502,6 +660,8 @@ class Table(Wire):
             stream=Stream.of(table.stream),
             partition_spec=PartitionSpec.of(table.partition_spec, table.schema),
             partition_specs=[PartitionSpec.of(s, table.schema) for s in table.partition_specs],
+            checks=[CheckConstraint.model_construct(name=c.name, sql=c.sql, cel=c.cel, declared=c.declared)
+                    for c in table.checks],
         )
 
 
@@ -662,18 +822,11 @@ class CommitRequest(Wire):
 
     @model_validator(mode="after")
     def _whole(self) -> CommitRequest:
-        removing = self.kind in ("row-level", "compaction") and bool(self.removes)
-        empties = self.overwrite or self.kind == "overwrite" or removing
-        if not self.chunks and not empties:
-            raise ValueError(
-                "a commit needs at least one chunk (or overwrite, to empty the stream; or, for a row-level commit "
-                "or a compaction, chunks to remove)"
-            )
-        if (self.writer_id is None) != (self.writer_sequence is None):
-            raise ValueError("writerId and writerSequence go together")
-        paths = [c.path for c in self.chunks]
-        if len(set(paths)) != len(paths):
-            raise ValueError("a commit lists the same chunk path twice")
+        chunks, options = self.to_domain()
+        try:
+            options.check(chunks)  # the rules are the domain's: the server's service checks them again
+        except BadRequest as e:
+            raise ValueError(e.message) from None
         # A commit stores the sums of its chunks' counts, which must fit 64 bits too.
         for name, total in (
             ("eventCount", sum(c.event_count for c in self.chunks)),
@@ -682,6 +835,39 @@ class CommitRequest(Wire):
             if total > MAX_INT64:
                 raise ValueError(f"the chunks' {name} add up to more than {MAX_INT64}")
         return self
+
+    @classmethod
+    def of(cls, chunks: Sequence[domain.Chunk], options: domain.CommitOptions) -> CommitRequest:
+        """The wire form of a commit of ``chunks`` with ``options`` (members at their defaults left out)."""
+        given: dict[str, Any] = {
+            "chunks": [ChunkInfo.of(c) for c in chunks],
+            "overwrite": options.overwrite,
+            "writer_id": options.writer_id,
+            "writer_sequence": options.writer_sequence,
+            "properties": dict(options.properties),
+            # left out when it is what ``overwrite`` implies, as the server reads it
+            "kind": None if options.kind == domain.CommitOptions(overwrite=options.overwrite).kind else options.kind,
+            "read_cut": options.read_cut,
+            "base_cut": options.base_cut,
+            "expected_last_commit": options.expected_last_commit,
+            "removes": list(options.removes),
+        }
+        # the chunks always; the other members only when they say something
+        return cls.model_construct(**{k: v for k, v in given.items() if k == "chunks" or v not in (None, [], {})})
+
+    def to_domain(self) -> tuple[list[domain.Chunk], domain.CommitOptions]:
+        """The chunks and the options of the commit."""
+        return [c.to_domain() for c in self.chunks], domain.CommitOptions(
+            overwrite=self.overwrite,
+            kind=self.kind or "",
+            writer_id=self.writer_id,
+            writer_sequence=self.writer_sequence,
+            properties=dict(self.properties),
+            read_cut=self.read_cut,
+            base_cut=self.base_cut,
+            expected_last_commit=self.expected_last_commit,
+            removes=tuple(self.removes),
+        )
 
 
 class Commit(Wire):
@@ -722,6 +908,18 @@ class Commit(Wire):
             base_cut=commit.base_cut,
             created_at=commit.created_at,
         )
+
+
+class WriterCommit(Wire):
+    """``findCommit``: the commit a writer made with one sequence, and the paths of the chunks it added."""
+
+    commit: Commit
+    paths: list[str]
+
+    @classmethod
+    def of(cls, found: domain.WriterCommit) -> WriterCommit:
+        """The wire form of ``found``."""
+        return cls.model_construct(commit=Commit.of(found.commit), paths=list(found.paths))
 
 
 class CommitList(Wire):
@@ -909,6 +1107,13 @@ class CommitsQuery(Query):
 
     after: QueryCut | None = None
     limit: Annotated[int, Field(ge=1, le=10_000), FromQueryText] | None = None
+
+
+class FindCommitQuery(Query):
+    """Which writer's commit: its id and sequence."""
+
+    writer_id: Annotated[str, Field(min_length=1, max_length=255)]
+    writer_sequence: Annotated[int, Field(ge=0, le=MAX_INT64), FromQueryText]
 
 
 class ChunksQuery(Query):

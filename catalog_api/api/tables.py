@@ -9,7 +9,8 @@ from flask import Blueprint
 from catalog_api.api import models as m
 from catalog_api.api.context import catalog_service
 from catalog_api.api.params import pull_names
-from catalog_api.service import POLICY_PROPERTY, TableRequest
+from catalog_api.changes import sets_policy
+from catalog_api.service import TableRequest
 from registry.api.context import access, list_limit, require
 from registry.api.models import PageQuery
 from registry.api.operations import operation
@@ -21,12 +22,6 @@ bp = Blueprint("tables", __name__)
 @bp.url_value_preprocessor
 def _names(_endpoint: str | None, values: dict[str, Any] | None) -> None:
     pull_names(values)
-
-
-def _sets_policy(change: m.TableChange) -> bool:
-    if isinstance(change, m.SetCompatibility):
-        return True
-    return isinstance(change, m.SetProperty | m.RemoveProperty) and change.key == POLICY_PROPERTY
 
 
 def _table_request(body: m.CreateTableRequest) -> TableRequest:
@@ -88,10 +83,11 @@ def get_table(scope: str, table: str) -> m.Table:
     permission=Need("write", "table"),
 )
 def alter_table(scope: str, table: str, body: m.AlterTableRequest) -> m.Table:
-    if any(_sets_policy(change) for change in body.changes):
-        # Writers alter tables; changing the group's policy is an admin's, however it is spelled.
+    changes = body.to_domain()
+    if sets_policy(changes):
+        # Writers alter tables; changing the group's policy is an admin's.
         require(Permission.ADMIN, Resource.of_group(scope, table))
-    altered = catalog_service().alter_table(scope, table, body.expected_version, body.to_changes())
+    altered = catalog_service().alter_table(scope, table, body.expected_version, changes)
     return m.Table.of(altered)
 
 

@@ -20,11 +20,13 @@ Only the client side of the project is imported here (plus pyspark).
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from catalog_api.client import CatalogClient
@@ -37,30 +39,83 @@ MIN_PASS_SECONDS = 0.2
 
 @dataclass(frozen=True)
 class Attempt:
-    """What one pass did with one table: ``succeeded``, ``unchanged``, ``skipped`` (another refresher had
-    it) or ``failed`` (the error is recorded on the table too)."""
+    """What one pass did with one table: ``succeeded``, ``unchanged`` (no source had moved), ``failed`` (the
+    error is recorded on the table too) or ``skipped`` (not due, or another refresher had it); ``detail``
+    says how (duration, commit, method), why it failed, or why it was skipped, in one line."""
 
     table: str
     outcome: str
     detail: str = ""
 
+    def line(self) -> str:
+        """The attempt as one line of the refresher's output."""
+        return f"{self.table}: {self.outcome}" + (f": {self.detail}" if self.detail else "")
 
-def is_due(table: dict[str, Any], now_ms: int, holder: str) -> bool:
-    """Whether a materialized table (its REST answer) should be refreshed now by ``holder``: full mode
-    waits until the lag reaches half the freshness (fewer, larger recomputes), continuous mode steps as
-    soon as a source moved (a step costs what changed)."""
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC, to the second."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def next_refresh(table: dict[str, Any], now_ms: int, holder: str) -> tuple[int | None, str]:
+    """When ``holder`` would refresh a materialized table (its REST answer): epoch milliseconds (``now_ms`` if
+    it is due; ``None`` until a source changes or the table is resumed), and why then. Full mode waits until
+    the lag reaches half the freshness (fewer, larger recomputes), continuous mode steps as soon as a source
+    moved (a step costs what changed)."""
     if table["status"] == "suspended":
-        return False
+        return None, "suspended until resume_materialized_table"
     if table.get("nextAttemptAt") is not None and table["nextAttemptAt"] > now_ms:
-        return False
+        failures = table.get("failures") or 0
+        return table["nextAttemptAt"], f"waiting out the backoff after {failures} failed refresh(es)"
     leased = table.get("leaseHolder")
     if leased not in (None, holder) and (table.get("leaseExpiresAt") or 0) > now_ms:
-        return False
+        return table["leaseExpiresAt"], f"refresher {leased} holds its lease"
     if not table["behind"]:
-        return False
+        return None, "up to date: refreshed when a source changes"
     if table["effectiveRefreshMode"] == "continuous":
-        return True
-    return table["refreshCommit"] == 0 or table["status"] == "failed" or table["lagMs"] * 2 >= table["freshnessMs"]
+        return now_ms, "a source changed"
+    if table["refreshCommit"] == 0:
+        return now_ms, "never refreshed"
+    if table["status"] == "failed":
+        return now_ms, "its last refresh failed"
+    if table.get("nextAttemptAt") is not None:  # MaterializedService.request_refresh (the UI's "Refresh now")
+        return now_ms, "a refresh was asked for"
+    half = table["freshnessMs"] // 2
+    lag = table["lagMs"]
+    if lag >= half:
+        return now_ms, f"lags {lag / 1000:.1f} s, half its freshness or more"
+    return now_ms + half - lag, f"lags {lag / 1000:.1f} s; refreshed once that reaches {half / 1000:g} s"
+
+
+def is_due(table: dict[str, Any], now_ms: int, holder: str) -> bool:
+    """Whether a materialized table (its REST answer) should be refreshed now by ``holder``
+    (:func:`next_refresh`)."""
+    when, _ = next_refresh(table, now_ms, holder)
+    return when is not None and when <= now_ms
+
+
+def plan_line(table: dict[str, Any], now_ms: int, holder: str) -> str:
+    """One line on a materialized table: its mode, freshness and when it will next be refreshed."""
+    when, why = next_refresh(table, now_ms, holder)
+    mode = table["effectiveRefreshMode"]
+    if table["refreshMode"] == "auto":
+        mode = f"{mode} (auto)"
+    at = "not scheduled" if when is None else "now" if when <= now_ms else iso(when)
+    return (f"{table['scopeName']}.{table['tableName']}: {mode}, freshness {table['freshnessMs'] / 1000:g} s, "
+            f"next refresh {at} ({why})")
+
+
+#: How the procedure words a failed refresh (StreamcatMaterialized.java): the table, then the cause.
+_REFRESH_FAILED = re.compile(r"\[STREAMCAT_REFRESH_FAILED\] the refresh of materialized table \S+ failed: ")
+
+
+def one_line(error: BaseException) -> str:
+    """An exception's message in one line: a Java exception's own message rather than Py4J's wrapping, the
+    first line of a Spark error (its plan follows), the cause of a failed refresh (the line names the table)."""
+    java = getattr(error, "java_exception", None)
+    message = str(java.getMessage()) if java is not None else str(error)
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return _REFRESH_FAILED.sub("", lines[0], count=1) if lines else type(error).__name__
 
 
 def pass_interval(tables: Iterable[dict[str, Any]], poll_seconds: float) -> float:
@@ -77,19 +132,25 @@ class Refresher:
     """Refreshes the due materialized tables of one server on one SparkSession."""
 
     def __init__(self, spark: Any, client: CatalogClient, catalog: str = "streamcat", holder: str | None = None,
-                 lease_seconds: int = 60) -> None:
+                 lease_seconds: int = 60, scopes: Sequence[str] = ()) -> None:
         self.spark = spark
+        #: the scopes whose tables it refreshes (empty: every scope)
+        self.scopes = tuple(scopes)
         self.client = client
         self.catalog = catalog
-        self.holder = holder or f"refresher-{uuid.uuid4().hex[:12]}"
+        self.holder = holder or self.new_holder()
         self.lease_seconds = lease_seconds
         #: the tables the last pass listed (their REST answers), for the wait before the next one
         self.seen: list[dict[str, Any]] = []
 
+    @staticmethod
+    def new_holder() -> str:
+        """A refresher's name in leases when it is given none."""
+        return f"refresher-{uuid.uuid4().hex[:12]}"
+
     def tables(self) -> Iterator[dict[str, Any]]:
-        """Every materialized table of every scope the refresher may read."""
-        for scope in self.client.list_scopes():
-            yield from self.client.list_materialized_tables(scope["scopeName"])
+        """Every materialized table of its scopes (default: of every scope it may read)."""
+        return all_tables(self.client, self.scopes)
 
     def refresh(self, scope: str, name: str) -> Attempt:
         """Refresh one table now (if a source moved), on this refresher's Spark session."""
@@ -102,23 +163,31 @@ class Refresher:
                 args={"table": label, "holder": self.holder, "lease": self.lease_seconds},
             ).collect()
         except Exception as e:  # every failure is the table's, recorded on it; the loop goes on
-            message = str(e)
+            message = one_line(e)
             if "RefreshLeaseHeld" in message or "holds the lease" in message:
-                return Attempt(label, "skipped", "another refresher holds its lease")
-            log.warning("refresh of %s failed: %s", label, message.splitlines()[0] if message else e)
+                return Attempt(label, "skipped", "another refresher took its lease first")
             return Attempt(label, "failed", message)
         outcome = rows[0]["outcome"] if rows else "unchanged"
         commit = rows[0]["commit"] if rows else None
         method = f", {rows[0]['method']}" if rows and rows[0]["method"] else ""
-        return Attempt(label, outcome, f"{time.monotonic() - started:.1f} s, commit {commit}{method}")
+        took = f"{time.monotonic() - started:.1f} s"
+        if outcome == "unchanged":
+            return Attempt(label, outcome, f"no source moved past the cuts of commit {commit} ({took})")
+        return Attempt(label, outcome, f"commit {commit} in {took}{method}")
 
     def run_once(self) -> list[Attempt]:
-        """One pass: refresh every due table, one after the other."""
+        """One pass: refresh every due table, one after the other; a table that is not due is ``skipped``,
+        with the reason and when it will be refreshed."""
         attempts = []
         self.seen = list(self.tables())
         for table in self.seen:
-            if is_due(table, int(time.time() * 1000), self.holder):
+            now = int(time.time() * 1000)
+            when, why = next_refresh(table, now, self.holder)
+            if when is not None and when <= now:
                 attempts.append(self.refresh(table["scopeName"], table["tableName"]))
+            else:
+                later = f"; next refresh {iso(when)}" if when is not None else ""
+                attempts.append(Attempt(f"{table['scopeName']}.{table['tableName']}", "skipped", why + later))
         return attempts
 
     def run(self, poll_seconds: float = 5.0, stop: threading.Event | None = None) -> None:
@@ -128,7 +197,16 @@ class Refresher:
         while not stop.is_set():
             try:
                 for attempt in self.run_once():
-                    log.info("%s: %s %s", attempt.table, attempt.outcome, attempt.detail[:200])
+                    if attempt.outcome == "failed":
+                        log.warning("%s", attempt.line())
+                    else:
+                        log.log(logging.DEBUG if attempt.outcome == "skipped" else logging.INFO, "%s", attempt.line())
             except Exception:  # the server is unreachable for a while: try again at the next pass
                 log.exception("refresher pass failed")
             stop.wait(pass_interval(self.seen, poll_seconds))
+
+
+def all_tables(client: CatalogClient, scopes: Sequence[str] = ()) -> Iterator[dict[str, Any]]:
+    """Every materialized table (REST answers) of ``scopes``, or of every scope ``client`` may read."""
+    for scope in scopes or [s["scopeName"] for s in client.list_scopes()]:
+        yield from client.list_materialized_tables(scope)

@@ -26,20 +26,19 @@ from catalog_api.materialized.model import (
     MaterializedTable,
     RefreshMode,
     SourceState,
-    SourceTable,
     Status,
     backoff_ms,
     effective_mode,
 )
-from catalog_api.materialized.store import Record, SqlMaterializedStore
+from catalog_api.materialized.store import Progress, Record, SqlMaterializedStore
 from catalog_api.model import COMPACTION
 from catalog_api.service import CatalogService, TableRequest
 from catalog_api.store import Page
 from registry.db import now_ms
-from registry.errors import BadRequest, Conflict, NotFound
+from registry.errors import BadRequest, Conflict
 
 Outcome = Literal["succeeded", "failed", "unchanged"]
-#: Source commits looked at past a consumed cut when looking for one that changed rows.
+#: A table's commits read at a time when looking for a refresh commit its refresher did not record.
 _SCAN = 100
 
 
@@ -56,72 +55,50 @@ class MaterializedService:
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def _source_state(self, source: SourceTable, consumed: int | None) -> SourceState:
-        try:
-            latest = self.catalog.get_stream(source.scope, source.table).last_commit
-        except NotFound:
-            return SourceState(source, consumed, 0)  # the source was dropped: nothing is pending
-        scope, table = source.scope, source.table
-        after = consumed or 0
-        pending = None
-        while after < latest and pending is None:
-            commits = self.catalog.commits(scope, table, after, _SCAN)
-            if not commits:
-                break
-            # Compactions change no row: a refresh would give the same result.
-            pending = next((c.created_at for c in commits if c.kind != COMPACTION), None)
-            after = commits[-1].number
-        return SourceState(source, consumed, latest, pending)
+    def _views(self, records: Sequence[Record]) -> list[MaterializedTable]:
+        """The records with their sources' state now and their lag, read from the catalog at once."""
+        progress = self.store.progress(records)
+        now = now_ms()
+        return [self._view(r, progress, now) for r in records]
 
-    def _view(self, record: Record, now: int | None = None) -> MaterializedTable:
-        sources = tuple(
-            self._source_state(s, record.state.cuts.get(s.key))
-            for s in record.definition.sources
-        )
-        now = now_ms() if now is None else now
+    def _view(self, record: Record, progress: Progress, now: int) -> MaterializedTable:
+        sources = []
+        for s in record.definition.sources:
+            consumed = record.state.cuts.get(s.key)
+            # A dropped source has nothing pending (latest 0).
+            latest = progress.latest.get((s.scope, s.table), 0)
+            sources.append(SourceState(s, consumed, latest, progress.pending.get((s.scope, s.table, consumed or 0))))
         pending = [s.pending_since for s in sources if s.pending_since is not None]
         if record.state.refresh_commit == 0 and not pending:
             pending = [record.created_at]  # never refreshed: behind since it was created
         lag = max(0, now - min(pending)) if pending else 0
         mode = effective_mode(record.definition.refresh_mode, record.definition.freshness_ms, self.threshold_ms)
-        plan, method = self._refresh_facts(record)
+        # What the last refresh commit says of the query's plan and of how it was made: the analysis is
+        # Spark's (the refresher's), so the commit it wrote is where the server learns it.
+        facts = progress.refresh_properties.get((record.scope, record.name), {})
+        plan, method = facts.get(PLAN_PROPERTY), facts.get(METHOD_PROPERTY)
         return MaterializedTable(
             record.scope, record.name, record.definition, record.state, mode, record.version,
-            record.created_at, record.updated_at, sources, lag, plan, method,
+            record.created_at, record.updated_at, tuple(sources), lag, plan, method,
         )
-
-    def _refresh_facts(self, record: Record) -> tuple[str | None, str | None]:
-        """What the last refresh commit says of the query's plan and of how it was made: the analysis is
-        Spark's (the refresher's), so the commit it wrote is where the server learns it."""
-        number = record.state.refresh_commit
-        if number <= 0:
-            return None, None
-        try:
-            found = self.catalog.commits(record.scope, record.name, number - 1, 1)
-        except NotFound:
-            return None, None
-        if not found or found[0].number != number:
-            return None, None
-        properties = found[0].properties
-        return properties.get(PLAN_PROPERTY), properties.get(METHOD_PROPERTY)
 
     def get(self, scope: str, name: str) -> MaterializedTable:
         """A materialized table with its sources' state now and its lag."""
-        return self._view(self.store.get(scope, name))
+        return self._views([self.store.get(scope, name)])[0]
 
     def find(self, scope: str, name: str) -> MaterializedTable | None:
         """The materialized table, or None when ``scope.name`` is none (a plain table, or nothing)."""
         record = self.store.find(scope, name)
-        return None if record is None else self._view(record)
+        return None if record is None else self._views([record])[0]
 
     def list_tables(self, scope: str, token: str | None, limit: int) -> Page:
         """A page of the scope's materialized tables (each with its lag)."""
         page = self.store.list_tables(scope, token, limit)
-        return Page([self._view(r) for r in page.items], page.continuation_token)
+        return Page(self._views(page.items), page.continuation_token)
 
     def all_tables(self) -> list[MaterializedTable]:
-        """Every materialized table (for /metrics)."""
-        return [self._view(r) for r in self.store.all_tables()]
+        """Every materialized table (for /metrics and the UI), in a constant number of queries."""
+        return self._views(self.store.all_tables())
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -154,7 +131,7 @@ class MaterializedService:
         except BaseException:
             self.catalog.drop_table(scope, name, purge=True)
             raise
-        return self._view(record)
+        return self._views([record])[0]
 
     def alter(
         self, scope: str, name: str, *, freshness_ms: int | None = None, refresh_mode: RefreshMode | None = None,
@@ -183,7 +160,7 @@ class MaterializedService:
                 state = replace(state, cuts={})
             return replace(record, definition=definition, state=state)
 
-        return self._view(self.store.update(scope, name, change))
+        return self._views([self.store.update(scope, name, change)])[0]
 
     def suspend(self, scope: str, name: str) -> MaterializedTable:
         """Stop refreshing the table (a refresh under way may still commit; none starts after)."""
@@ -191,7 +168,7 @@ class MaterializedService:
         def change(record: Record, _now: int) -> Record:
             return replace(record, state=replace(record.state, status="suspended"))
 
-        return self._view(self.store.update(scope, name, change))
+        return self._views([self.store.update(scope, name, change)])[0]
 
     def resume(self, scope: str, name: str) -> MaterializedTable:
         """Refresh the table again: activated (initializing if it was never refreshed), failures forgotten."""
@@ -200,7 +177,23 @@ class MaterializedService:
             status: Status = "activated" if record.state.refresh_commit else "initializing"
             return replace(record, state=replace(record.state, status=status, failures=0, next_attempt_at=None))
 
-        return self._view(self.store.update(scope, name, change))
+        return self._views([self.store.update(scope, name, change)])[0]
+
+    def request_refresh(self, scope: str, name: str) -> MaterializedTable:
+        """Make the table due now (its next attempt is now, a failure's backoff cut short): a running
+        refresher refreshes it at its next pass, however small its lag. Nothing changes for a table that
+        reflects its sources (a refresh would change nothing); Conflict for a suspended one. Its next
+        refresh clears the request."""
+        current = self.get(scope, name)
+        if current.state.status != "suspended" and not current.behind:
+            return current
+
+        def change(record: Record, now: int) -> Record:
+            if record.state.status == "suspended":
+                raise Conflict(f"{scope}.{name} is suspended; resume it first")
+            return replace(record, state=replace(record.state, next_attempt_at=now))
+
+        return self._views([self.store.update(scope, name, change)])[0]
 
     # -- the refresher ----------------------------------------------------------------------------
 
@@ -248,7 +241,7 @@ class MaterializedService:
                                 status=status)
             return replace(record, state=replace(state, lease_holder=holder, lease_expires_at=now + ttl_ms))
 
-        return self._view(self.store.update(scope, name, change))
+        return self._views([self.store.update(scope, name, change)])[0]
 
     def record_refresh(
         self, scope: str, name: str, holder: str, outcome: Outcome, *, commit: int | None = None,
@@ -285,7 +278,7 @@ class MaterializedService:
                 state = replace(state, lease_holder=None, lease_expires_at=None)
             return replace(record, state=state)
 
-        return self._view(self.store.update(scope, name, change))
+        return self._views([self.store.update(scope, name, change)])[0]
 
     def guard_commit(self, scope: str, stream: str, properties: Mapping[str, str], kind: str) -> None:
         """Refuse a commit to a materialized table unless it comes from the refresher holding its

@@ -7,10 +7,12 @@ lease at once are serialized by that lock, and the one that comes second sees th
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from itertools import islice
+from typing import Any, TypeVar
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, and_, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -18,7 +20,8 @@ from catalog_api.errors import ScopeNotFound, TableNotFound
 from catalog_api.materialized.errors import MaterializedTableNotFound
 from catalog_api.materialized.model import Definition, RefreshState, SourceTable
 from catalog_api.materialized.orm import MaterializedTableRow
-from catalog_api.orm import ScopeRow, StreamRow
+from catalog_api.model import COMPACTION
+from catalog_api.orm import CommitRow, ScopeRow, StreamRow
 from catalog_api.store import Page
 from registry.db import Transactions, now_ms, retried
 from registry.errors import AlreadyExists
@@ -36,6 +39,31 @@ class Record:
     version: int
     created_at: int
     updated_at: int
+
+
+#: Conditions (or scalar subqueries) asked in one statement (SQLite allows 2,000 columns and 32,766 parameters).
+_BATCH = 400
+
+
+@dataclass(frozen=True)
+class Progress:
+    """What the catalog says of some materialized tables' sources and refresh commits, read in a
+    constant number of queries (one more per 400 sources or tables) however many tables there are."""
+
+    #: each source's newest commit number by (scope, table); a dropped source is absent
+    latest: dict[tuple[str, str], int] = field(default_factory=dict)
+    #: when the oldest non-compaction commit past a cut was made, by (scope, table, cut); absent: none
+    pending: dict[tuple[str, str, int], int] = field(default_factory=dict)
+    #: the properties of each table's last refresh commit, by (scope, name); absent: no such commit
+    refresh_properties: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+
+
+_T = TypeVar("_T")
+
+
+def _batches(items: Sequence[_T]) -> list[Sequence[_T]]:
+    iterator = iter(items)
+    return list(iter(lambda: tuple(islice(iterator, _BATCH)), ()))
 
 
 #: Given the stored record and the time, the record to store (or an error, which changes nothing).
@@ -173,6 +201,55 @@ class SqlMaterializedStore:
                 .order_by(MaterializedTableRow.stream_id)
             ).all()
             return [_record(r, s, n) for r, s, n in rows]
+
+    def progress(self, records: Sequence[Record]) -> Progress:
+        """Each source's newest commit and oldest pending commit past the cut each record consumed, and
+        each record's refresh commit properties: one query for the streams, one per 400 pending cuts,
+        one per 400 refresh commits."""
+        sources = {(s.scope, s.table) for r in records for s in r.definition.sources}
+        wanted = sources | {(r.scope, r.name) for r in records if r.state.refresh_commit > 0}
+        if not wanted:
+            return Progress()
+        with self._read() as session:
+            streams: dict[tuple[str, str], tuple[int, int]] = {}
+            for names in _batches(sorted(wanted)):
+                found = session.execute(
+                    select(ScopeRow.name, StreamRow.name, StreamRow.id, StreamRow.last_commit)
+                    .join(ScopeRow, ScopeRow.id == StreamRow.scope_id)
+                    .where(or_(*(and_(ScopeRow.name == s, StreamRow.name == t) for s, t in names)))
+                ).all()
+                streams.update({(s, t): (i, last) for s, t, i, last in found})
+            latest = {k: streams[k][1] for k in sources if k in streams}
+            cuts = sorted({
+                (s.scope, s.table, r.state.cuts.get(s.key) or 0)
+                for r in records for s in r.definition.sources
+                if (s.scope, s.table) in streams and (r.state.cuts.get(s.key) or 0) < latest[(s.scope, s.table)]
+            })
+            pending: dict[tuple[str, str, int], int] = {}
+            for past in _batches(cuts):
+                # The first commit past the cut that changed rows (a compaction changes none).
+                firsts = [
+                    select(CommitRow.created_at)
+                    .where(CommitRow.stream_id == streams[(s, t)][0], CommitRow.number > cut,
+                           CommitRow.number <= latest[(s, t)], CommitRow.kind != COMPACTION)
+                    .order_by(CommitRow.number).limit(1).scalar_subquery()
+                    for s, t, cut in past
+                ]
+                values = session.execute(select(*firsts)).one()
+                pending.update({k: v for k, v in zip(past, values, strict=True) if v is not None})
+            refreshes = [
+                (streams[(r.scope, r.name)][0], r.state.refresh_commit, (r.scope, r.name))
+                for r in records if r.state.refresh_commit > 0 and (r.scope, r.name) in streams
+            ]
+            properties: dict[tuple[str, str], dict[str, Any]] = {}
+            for commits in _batches(refreshes):
+                by_commit = {(i, n): key for i, n, key in commits}
+                rows = session.execute(
+                    select(CommitRow.stream_id, CommitRow.number, CommitRow.properties)
+                    .where(or_(*(and_(CommitRow.stream_id == i, CommitRow.number == n) for i, n, _k in commits)))
+                ).all()
+                properties.update({by_commit[(i, n)]: dict(p) for i, n, p in rows})
+            return Progress(latest, pending, properties)
 
     @retried
     def update(self, scope: str, name: str, change: Change) -> Record:

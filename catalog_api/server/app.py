@@ -7,20 +7,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import Flask, Response, jsonify, request
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from werkzeug.exceptions import HTTPException
+from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 from catalog_api.api import routes as catalog_routes
+from catalog_api.iceberg import api as iceberg_api
 from catalog_api.materialized import api as materialized_api
 from catalog_api.server import answers, meta, observability
 from catalog_api.server.auth import api as admin_api
 from catalog_api.server.auth import guard
+from catalog_api.server.auth.authenticate import Authenticator
+from catalog_api.server.auth.sessions import UiSessions
 from catalog_api.server.config import Settings
 from catalog_api.server.extensions import Streamcat
+from catalog_api.ui.app import create_ui
+from catalog_api.ui.services import Services
 from catalog_api.views import api as views_api
 from registry.api import routes as registry_routes
 from registry.confluent import routes as confluent_routes
-from registry.db import rolled_back
+from registry.db import rolled_back, unavailable
 from registry.errors import BadRequest, StreamcatError
 
 log = logging.getLogger(__name__)
@@ -33,9 +39,15 @@ def _error(status: int, code: str, message: str, extra: dict[str, Any] | None = 
     return response
 
 
-def _retryable(error: OperationalError) -> bool:
+def _busy(error: DBAPIError) -> bool:
     # PostgreSQL rolled the whole transaction back, or SQLite's write lock outlasted the busy timeout.
-    return rolled_back(error) or "database is locked" in str(error.orig)
+    return rolled_back(error) or (isinstance(error, OperationalError) and "database is locked" in str(error.orig))
+
+
+def _retry_later(code: str, message: str) -> Response:
+    response = _error(503, code, message)
+    response.headers["Retry-After"] = "1"
+    return response
 
 
 def _register_error_handlers(app: Flask) -> None:
@@ -56,16 +68,18 @@ def _register_error_handlers(app: Flask) -> None:
             return _error(413, "PayloadTooLarge", f"the request body exceeds the limit of {limit} bytes")
         return _error(status, code, error.description or code)
 
-    @app.errorhandler(OperationalError)
-    def _database_busy(error: OperationalError) -> Response:
+    @app.errorhandler(DBAPIError)
+    def _database_error(error: DBAPIError) -> Response:
         # SQLite's write lock held past the busy timeout, PostgreSQL's serialization failures
         # and deadlocks: nothing was written, and the same request may succeed if sent again.
-        if not _retryable(error):
-            return _unexpected(error)
-        log.warning("database busy: %s", error.orig)
-        response = _error(503, "DatabaseBusy", "the database is busy; retry the request")
-        response.headers["Retry-After"] = "1"
-        return response
+        if _busy(error):
+            log.warning("database busy: %s", error.orig)
+            return _retry_later("DatabaseBusy", "the database is busy; retry the request")
+        # PostgreSQL stopped or restarting: the pool reconnects once it is back (pre-ping), no restart needed.
+        if unavailable(error):
+            log.warning("database unavailable: %s", error.orig)
+            return _retry_later("DatabaseUnavailable", "the database cannot be reached right now; retry the request")
+        return _unexpected(error)
 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> Response:
@@ -80,6 +94,14 @@ def _refuse_nul() -> None:
         raise BadRequest("NUL character in the request path or query")
 
 
+def _mount_ui(app: Flask, ext: Streamcat) -> None:
+    """The web UI at ``/ui`` (catalog_api/ui, docs/ui.md): an application of its own over the same
+    services and principals, inside the request-id and metrics layers (wrapped after this)."""
+    sessions = UiSessions(Authenticator(ext.settings, ext.principals), ext.principals)
+    ui = create_ui(Services(ext.registry, ext.catalog, ext.views, ext.materialized), sessions)
+    app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/ui": ui})  # type: ignore[method-assign]
+
+
 def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     """A configured application. ``config`` is Settings, overrides of them, or None (environment)."""
     settings = Settings.coerce(config)
@@ -90,6 +112,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     ext = Streamcat.init_app(app, settings)
 
     app.before_request(_refuse_nul)
+    _mount_ui(app, ext)
     answers.init_app(app)  # inside the observability wrapper: its answers are counted and logged too
     observability.init_app(app, settings.access_log)
     guard.init_app(app, settings, ext.principals)  # after the request id, before any view
@@ -99,6 +122,7 @@ def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:
     catalog_routes.register(app)
     views_api.register(app)
     materialized_api.register(app)
+    iceberg_api.register(app)  # the Iceberg REST catalog at /iceberg/v1 (docs/iceberg.md)
     confluent_routes.register(app)
     _register_error_handlers(app)
     return app

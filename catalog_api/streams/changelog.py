@@ -32,7 +32,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from catalog_api.model import OVERWRITE, Chunk
-from catalog_api.streams.changes import DELETE, DELETES_KIND, UPSERT, read_position_deletes
 from catalog_api.streams.merge import (
     TableLayout,
     _column,
@@ -44,6 +43,7 @@ from catalog_api.streams.merge import (
     read_state,
     split_ops,
 )
+from catalog_api.streams.row_kinds import DELETE, DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
 
 #: The columns a change feed adds to the table's.
 CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP = "_change_type", "_commit_version", "_commit_timestamp"
@@ -189,6 +189,14 @@ def keyed_commit(state: pa.Table, tables: Sequence[pa.Table], sequences: Sequenc
     run = np.arange(len(rows)) - np.repeat(starts, np.diff(np.append(starts, len(rows))))
     touched = _match(state, data.take(pa.array(rows[new_key])), layout.key) >= 0
     untouched, current = state.filter(pa.array(~touched)), state.filter(pa.array(touched))
+    if layout.merge_engine in ("aggregation", "first-row"):
+        # the touched keys' rows before and after the commit: a key's aggregate (or first row) is its
+        # earlier state merged with the commit's changes, and a change that moves nothing is no feed row
+        changes = data.append_column(pa.field(OP_COLUMN, pa.int8()), pa.array(ops, pa.int8()))
+        merged = merge_changes([current, changes], layout, [min(sequences) - 1, max(sequences)], [True, False])
+        current, parts_of_commit = _diff(current, merged.select(current.column_names), layout, changed_only=True)
+        parts.extend(parts_of_commit)
+        return pa.concat_tables([untouched, current]), parts
     for n in range(int(run.max()) + 1):
         picked = np.sort(rows[run == n])
         current, feed = _apply_round(current, data.take(pa.array(picked)), ops[picked], at[picked], layout)
@@ -250,16 +258,37 @@ def _keyed_feed(location: str, layout: TableLayout, read_chunk: ReadChunk, snaps
         yield _finish(parts, schema, commit.number, commit.created_at)
 
 
-def _diff(before: pa.Table, after: pa.Table, layout: TableLayout) -> tuple[pa.Table, list[pa.Table]]:
+def _differs(left: pa.Table, right: pa.Table) -> np.ndarray:
+    """Row by row, whether two tables of the same columns differ in any value (null equal to null)."""
+    differs = np.zeros(left.num_rows, dtype=bool)
+    for a, b in zip(left.columns, right.columns, strict=True):
+        unequal = pc.fill_null(pc.not_equal(a, b), True)
+        both_null = pc.and_(a.is_null(), b.is_null())
+        differs |= pc.and_not(unequal, both_null).to_numpy(zero_copy_only=False)
+    return differs
+
+
+def _diff(before: pa.Table, after: pa.Table, layout: TableLayout, *,
+          changed_only: bool = False) -> tuple[pa.Table, list[pa.Table]]:
+    """The feed rows that turn ``before`` into ``after`` key by key (with ``changed_only``, no update pair for
+    a key whose row stayed the same)."""
     found = _match(after, before, layout.key)
     kept = found >= 0
+    if changed_only and kept.any():
+        same = np.zeros(after.num_rows, dtype=bool)
+        same[kept] = ~_differs(after.filter(pa.array(kept)), before.take(pa.array(found[kept])))
+        kept &= ~same
+        found = np.where(same, -2, found)
     gone = np.ones(before.num_rows, dtype=bool)
     gone[found[kept]] = False
+    if changed_only:
+        gone[_match(after, before, layout.key)[found == -2]] = False
+    inserted = found == -1
     at = np.arange(after.num_rows, dtype=np.int64) * 2
     parts = [_tagged(before.filter(pa.array(gone)), DELETED, np.full(int(gone.sum()), -1, dtype=np.int64)),
              _tagged(before.take(pa.array(found[kept])), UPDATE_PREIMAGE, at[kept]),
              _tagged(after.filter(pa.array(kept)), UPDATE_POSTIMAGE, at[kept] + 1),
-             _tagged(after.filter(pa.array(~kept)), INSERT, at[~kept])]
+             _tagged(after.filter(pa.array(inserted)), INSERT, at[inserted])]
     return after, parts
 
 

@@ -3,11 +3,12 @@
 Event chunk (written by producers)::
 
     b"SCEV" 0x01 0x00 0x00 0x00          magic, format version, reserved
-    { uint32 big-endian length, event }*  each event in the wire format of DESIGN.md
+    { uint32 big-endian length, event }*  each event in the wire format of registry/serde/wire.py
                                           (0x01, encoding id int32 BE, payload)
 
 Columnar chunk (written by Spark): a Parquet file, all rows in one schema version, whose
-key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version``, and whose
+key-value metadata holds ``streamcat.encoding_id`` and ``streamcat.chunk_version`` (a Parquet data file an
+Iceberg client appended has neither: its commit records the encoding id), and whose
 columns carry the field ids of that version (Parquet field ids) when the writer knew them
 (readers then match columns by id, ``catalog_api.schema.resolution``). In a partitioned table every
 columnar chunk a writer commits holds the rows of one partition and records it (``Chunk.partition``,
@@ -277,12 +278,23 @@ def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id:
     return ChunkStats(event_count=table.num_rows, bytes=size, encoding_ids={encoding_id}, stats=column_stats(table))
 
 
-def read_columnar_chunk(location: str, path: str, columns: list[str] | None = None) -> tuple[pa.Table, int]:
-    """The rows of a Parquet chunk and the encoding id they were written with."""
+def recorded_encoding(chunk: Chunk) -> int | None:
+    """The encoding id a commit records for a columnar chunk (its rows are all of one), or None."""
+    return chunk.encoding_ids[0] if len(chunk.encoding_ids) == 1 else None
+
+
+def read_columnar_chunk(location: str, path: str, columns: list[str] | None = None,
+                        recorded: int | None = None) -> tuple[pa.Table, int]:
+    """The rows of a Parquet chunk and the encoding id they were written with: the footer's, or for a file
+    written by another engine (an Iceberg client's append), whose footer has none, ``recorded``, the one
+    its commit records (:func:`recorded_encoding`)."""
     fs, root = storage.resolve(location)
     with fs.open_input_file(f"{root}/{path}") as source:
         parquet = pq.ParquetFile(source)
         raw = (parquet.schema_arrow.metadata or {}).get(ENCODING_ID_KEY)
-        if raw is None:
-            raise ChunkFormatError(f"{path} is not a columnar chunk (no {ENCODING_ID_KEY.decode()} metadata)")
-        return parquet.read(columns=columns), int(raw)
+        if raw is not None:
+            recorded = int(raw)
+        elif recorded is None:
+            raise ChunkFormatError(f"{path} is not a columnar chunk (no {ENCODING_ID_KEY.decode()} metadata, and "
+                                   "its commit records no encoding id)")
+        return parquet.read(columns=columns), recorded

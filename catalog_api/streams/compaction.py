@@ -33,11 +33,11 @@ from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.partitioning.spec import PartitionSpec, table_spec
-from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN
 from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk
 from catalog_api.streams.conflicts import COMPACTION, CommitInDoubt, Intent, Table, commit_checked, delete_quietly
 from catalog_api.streams.merge import TableLayout, is_compacted, read_state
 from catalog_api.streams.reader import StreamReader, scoped_registry
+from catalog_api.streams.row_kinds import DELETES_KIND, OP_COLUMN
 from registry.client import RegistryClient
 
 #: Rows per compacted chunk.

@@ -27,16 +27,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import requests
 
 from catalog_api import storage
 from catalog_api.api import models as wire
 from catalog_api.client import CatalogClient
 from catalog_api.errors import CommitConflict
-from catalog_api.model import Chunk
-from catalog_api.streams.changes import DELETES_KIND, read_position_deletes
+from catalog_api.model import Chunk, CommitOptions
 from catalog_api.streams.chunks import split_event_chunk
-from catalog_api.streams.writer import CommitInDoubt
+from catalog_api.streams.committing import CommitInDoubt, commit_resolved
+from catalog_api.streams.row_kinds import DELETES_KIND, read_position_deletes
 from registry.client import RegistryClient
 
 #: How often the commit loop re-checks after losing the compare-and-set before it gives up.
@@ -101,7 +100,7 @@ class Table:
         answer = catalog.get_table(scope, stream)
         key = answer.get("primaryKey")
         if key is None:
-            from catalog_api.streams.changes import primary_key
+            from catalog_api.streams.row_kinds import primary_key
 
             key = primary_key(answer.get("properties") or {})
         return cls(catalog, scope, stream, str(answer["stream"]["location"]), tuple(key), registry)
@@ -273,18 +272,6 @@ def common_keys(mine: pa.Table, other: pa.Table) -> list[tuple[Any, ...]]:
         return [k for k in zip(*(mine.column(n).to_pylist() for n in names), strict=True) if k in theirs][:_SAMPLE]
 
 
-def _landed(table: Table, writer_id: str, last: int) -> dict[str, Any] | bool:
-    """The commit of ``writer_id`` made after ``last`` if there is one; True if there is none (the commit
-    was not made: try again); False if the server cannot be asked either."""
-    try:
-        for commit in table.catalog.commits(table.scope, table.stream, after=last):
-            if commit.get("writerId") == writer_id:
-                return dict(commit)
-    except requests.RequestException:
-        return False
-    return True
-
-
 def commit_checked(
     table: Table,
     chunks: Sequence[Chunk],
@@ -299,9 +286,9 @@ def commit_checked(
     when another commit wins the race, check that one too and try again. Returns the Commit answer.
 
     Raises CommitConflict for a real conflict (nothing committed) or when the table keeps moving for
-    ``attempts`` tries. When an answer is lost, the commits made since are searched for ``writer_id``
-    (give one, with ``writer_sequence``, to make that possible); CommitInDoubt says the commit may have
-    been made, so the caller must not delete its files.
+    ``attempts`` tries. A lost answer is resolved from the catalog by ``writer_id`` and ``writer_sequence``
+    (``catalog_api.streams.committing``; give them, to make that possible); CommitInDoubt says the commit
+    may have been made, so the caller must not delete its files.
     """
     catalog = table.catalog
     checked = intent.cut
@@ -316,26 +303,18 @@ def commit_checked(
             checked = last
         table.check_live(visible, intent, last)
         row_level = intent.kind == ROW_LEVEL
+        options = CommitOptions(
+            kind=intent.kind, writer_id=writer_id, writer_sequence=writer_sequence, properties=properties or {},
+            read_cut=intent.cut if row_level else None, base_cut=None if row_level else intent.cut,
+            expected_last_commit=last if cas else None, removes=intent.removes)
         try:
-            return catalog.commit(
-                table.scope, table.stream, chunks, writer_id=writer_id, writer_sequence=writer_sequence,
-                properties=properties, kind=intent.kind, read_cut=intent.cut if row_level else None,
-                base_cut=None if row_level else intent.cut, expected_last_commit=last if cas else None,
-                removes=intent.removes)
+            # A lost answer is resolved from the catalog by the writer id (CommitInDoubt when it cannot be).
+            return commit_resolved(catalog, table.scope, table.stream, chunks, options).answer
         except CommitConflict:
             now = int(catalog.get_stream(table.scope, table.stream)["lastCommit"])
             if now == last:
                 raise  # not a lost race: the server refused the commit itself
             # else: check the commits that won (the next round names the one that conflicts, if any)
-        except requests.RequestException as e:
-            # The request went out and no answer came: the commit may have been made. Only the writer id
-            # can tell (the caller must then keep its files).
-            landed = _landed(table, writer_id, last) if writer_id is not None else None
-            if landed is False or landed is None:
-                raise CommitInDoubt(f"the commit to {table.name} was sent but no answer came ({e}); it may or "
-                                    "may not have been made") from e
-            if landed is not True:
-                return landed
     raise CommitConflict(f"commit conflict on table {table.name}: other commits kept winning the race for "
                          f"{attempts} attempts; the {_noun(intent)} can be retried")
 

@@ -9,7 +9,10 @@ feed and compaction share it.
   ``sequence``, ``sequence.field`` value, chunk order, row position) and merged by the table's
   merge engine: ``deduplicate`` (the last change wins whole; a delete removes the key) or
   ``partial-update`` (the non-null fields of each upsert overwrite the previous row's; a delete
-  removes the key and a later upsert starts from nothing).
+  removes the key and a later upsert starts from nothing), ``aggregation`` (each non-key column is
+  its function's aggregate of the upserts since the key's last delete, less the retractions of the
+  functions that take them back: :mod:`catalog_api.aggregates`) or ``first-row`` (the first upsert
+  since the key's last delete wins; later upserts are ignored).
 
 The ``sequence.field`` orders changes within one sequence (one commit); larger wins, and a null
 sorts before every value (so a change that carries a value beats one that does not, such as a
@@ -23,18 +26,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog_api.streams.changes import (
+from catalog_api.aggregates import AggregateError, FieldAggregate, field_aggregates
+from catalog_api.streams.row_kinds import (
     DELETE,
     DELETES_KIND,
     MERGE_ENGINE,
     MERGE_ENGINES,
     OP_COLUMN,
+    RETRACT,
     SEQUENCE_FIELD,
     UPSERT,
     primary_key,
@@ -60,6 +65,8 @@ class TableLayout:
     key: tuple[str, ...] = ()
     sequence_field: str | None = None
     merge_engine: str = "deduplicate"
+    #: the aggregation engine's configured columns (the others aggregate by the default function)
+    aggregates: tuple[tuple[str, FieldAggregate], ...] = ()
 
     @classmethod
     def from_properties(cls, properties: dict[str, str] | None) -> TableLayout:
@@ -69,7 +76,22 @@ class TableLayout:
         if engine not in MERGE_ENGINES:
             raise LayoutError(f"merge-engine must be one of {', '.join(MERGE_ENGINES)}, not {engine!r}")
         sequence = (properties.get(SEQUENCE_FIELD) or "").strip() or None
-        return cls(primary_key(properties), sequence, engine)
+        try:
+            aggregates = tuple(sorted(field_aggregates(properties).items())) if engine == "aggregation" else ()
+        except AggregateError as e:
+            raise LayoutError(str(e)) from None
+        return cls(primary_key(properties), sequence, engine, aggregates)
+
+    @classmethod
+    def keyed(cls, properties: dict[str, str] | None) -> TableLayout | None:
+        """The layout of a primary-key table's properties; None for an append table."""
+        layout = cls.from_properties(properties)
+        return layout if layout.is_keyed else None
+
+    def aggregate_of(self, column: str) -> FieldAggregate:
+        """How ``column`` aggregates under the aggregation engine (matched case-insensitively)."""
+        lowered = column.lower()
+        return next((a for name, a in self.aggregates if name.lower() == lowered), FieldAggregate())
 
     @property
     def is_keyed(self) -> bool:
@@ -218,21 +240,10 @@ def _deduplicate(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, key: 
 
 
 def _partial_update(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, key: Sequence[str]) -> pa.Table:
-    rows, new_key = _sorted_by_key(data, rank, key)
-    kinds = ops[rows]
-    after_delete = np.zeros(len(rows), dtype=bool)
-    after_delete[1:] = kinds[:-1] == DELETE
-    segment = np.cumsum(new_key | after_delete) - 1
-    key_id = np.cumsum(new_key) - 1
-    key_last = np.append(new_key[1:], True)
-    last_segment = segment[key_last]           # per key: its last segment
-    live = kinds[key_last] != DELETE            # per key: whether its last change upserts
-    keep = (segment == last_segment[key_id]) & live[key_id]
-    kept = rows[keep]                           # the upserts since each live key's last delete, in order
+    kept, groups = _last_segments(ops, rank, data, key)  # the upserts since each live key's last delete
     if not len(kept):
         return data.slice(0, 0)
-    kept_segment = segment[keep]
-    starts = np.flatnonzero(np.append(True, kept_segment[1:] != kept_segment[:-1]))
+    starts = np.flatnonzero(np.append(True, groups[1:] != groups[:-1]))
     positions = np.arange(len(kept), dtype=np.int64)
     taken = data.take(pa.array(kept))
     columns = []
@@ -246,16 +257,235 @@ def _partial_update(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, ke
     return pa.table(columns, schema=taken.schema)
 
 
+def _last_segments(ops: np.ndarray, rank: np.ndarray | None, data: pa.Table,
+                   key: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The rows since each live key's last delete (deletes excluded), in key then change order, and a
+    group number per such row (one group per live key, numbered from 0 in that order)."""
+    rows, new_key = _sorted_by_key(data, rank, key)
+    kinds = ops[rows]
+    after_delete = np.zeros(len(rows), dtype=bool)
+    after_delete[1:] = kinds[:-1] == DELETE
+    segment = np.cumsum(new_key | after_delete) - 1
+    key_id = np.cumsum(new_key) - 1
+    key_last = np.append(new_key[1:], True)
+    live = kinds[key_last] != DELETE
+    keep = (segment == segment[key_last][key_id]) & live[key_id] & (kinds != DELETE)
+    kept_segment = segment[keep]
+    starts = np.append(True, kept_segment[1:] != kept_segment[:-1]) if len(kept_segment) else np.zeros(0, bool)
+    return rows[keep], np.cumsum(starts) - 1
+
+
+def _first_row(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, key: Sequence[str]) -> pa.Table:
+    rows, groups = _last_segments(ops, rank, data, key)
+    if not len(rows):
+        return data.slice(0, 0)
+    firsts = np.flatnonzero(np.append(True, groups[1:] != groups[:-1]))
+    return data.take(pa.array(rows[firsts]))
+
+
+#: pyarrow's hash aggregation and its options per engine function (applied to the upserts).
+_HASH = {
+    "sum": ("sum", pc.ScalarAggregateOptions(min_count=1)),
+    "product": ("product", pc.ScalarAggregateOptions(min_count=1)),
+    "count": ("sum", pc.ScalarAggregateOptions(min_count=1)),
+    "min": ("min", None), "max": ("max", None),
+    "first_value": ("first", pc.ScalarAggregateOptions(skip_nulls=False)),
+    "first_non_null_value": ("first", pc.ScalarAggregateOptions(skip_nulls=True)),
+    "last_value": ("last", pc.ScalarAggregateOptions(skip_nulls=False)),
+    "last_non_null_value": ("last", pc.ScalarAggregateOptions(skip_nulls=True)),
+    "bool_and": ("all", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+    "bool_or": ("any", pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)),
+}
+
+
+def _per_group(values: pa.ChunkedArray | pa.Array, groups: np.ndarray, count: int, function: str,
+               options: pc.ScalarAggregateOptions | None) -> pa.Array:
+    """``function`` of ``values`` per group, as an array of ``count`` entries (null for a group with no rows)."""
+    if not len(groups):
+        return pa.nulls(count, values.type)
+    table = pa.table({"g": pa.array(groups, pa.int64()), "v": values})
+    done = table.group_by("g", use_threads=False).aggregate([("v", function, options)])
+    found = done.column(f"v_{function}").combine_chunks()
+    if len(found) == count:
+        return found
+    where = np.full(count, -1, np.int64)
+    where[done.column("g").to_numpy()] = np.arange(done.num_rows)
+    return found.take(pa.array(where, mask=where < 0))
+
+
+def _aggregate_column(values: pa.ChunkedArray, retract: np.ndarray, state: np.ndarray, groups: np.ndarray,
+                      count: int, aggregate: FieldAggregate) -> pa.Array:
+    kind = values.type
+    if aggregate.function == "count":
+        # a written value counts 1 (0 when null); a state row (compaction output) holds its count
+        counted = pc.if_else(values.is_valid(), pa.scalar(1, kind), pa.scalar(0, kind))
+        values = pc.if_else(pa.array(state), values, counted) if state.any() else counted
+    upserts = pa.array(~retract)
+    taken_back = aggregate.retracts and retract.any()
+    if aggregate.function == "listagg":
+        kept = pc.and_(upserts, values.is_valid()).to_numpy(zero_copy_only=False)
+        if not kept.any():
+            return pa.nulls(count, kind)
+        lists = _per_group(values.filter(pa.array(kept)), groups[kept], count, "list", None)
+        return pc.binary_join(lists, aggregate.delimiter).cast(kind)
+    if aggregate.function == "product" and taken_back:
+        made = _per_group(values.filter(upserts), groups[~retract], count, "product", _HASH["product"][1])
+        undone = _per_group(values.filter(pa.array(retract)), groups[retract], count, "product",
+                            _HASH["product"][1])
+        undone = pc.fill_null(undone, pa.scalar(1, undone.type))
+        divided = pc.divide(made, undone) if pa.types.is_integer(made.type) else pc.divide(
+            made.cast(pa.float64()), undone.cast(pa.float64()))
+        return divided.cast(kind)
+    if aggregate.function in ("sum", "count") and taken_back:
+        values = pc.if_else(pa.array(retract), pc.negate_checked(values), values)
+    elif retract.any():
+        # a retraction of a function that cannot take it back: the writers refuse it unless ignore-retract
+        # is set; whatever is stored is skipped here, so the table stays readable
+        values, groups = values.filter(upserts), groups[~retract]
+    function, options = _HASH[aggregate.function]
+    return _per_group(values, groups, count, function, options).cast(kind)
+
+
+def _aggregation(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, layout: TableLayout,
+                 state: np.ndarray) -> pa.Table:
+    rows, groups = _last_segments(ops, rank, data, layout.key)
+    if not len(rows):
+        return data.slice(0, 0)
+    count = int(groups[-1]) + 1
+    taken = data.take(pa.array(rows))
+    retract = ops[rows] == RETRACT
+    state = state[rows]
+    firsts = pa.array(np.flatnonzero(np.append(True, groups[1:] != groups[:-1])))
+    keys = {k.lower() for k in layout.key}
+    columns = []
+    for name, column in zip(taken.column_names, taken.columns, strict=True):
+        if name.lower() in keys:
+            columns.append(column.take(firsts))
+        else:
+            columns.append(_aggregate_column(column, retract, state, groups, count, layout.aggregate_of(name)))
+    return pa.table(columns, schema=taken.schema)
+
+
+def refuse_retractions(table: pa.Table, ops: pa.Array | np.ndarray | None, layout: TableLayout) -> None:
+    """Raise LayoutError when ``table``'s changes retract values of a column whose function cannot take them
+    back and that does not ignore retractions (what a writer checks before it commits)."""
+    if layout.merge_engine != "aggregation" or ops is None:
+        return
+    kinds = ops.to_numpy(zero_copy_only=False) if isinstance(ops, pa.Array) else np.asarray(ops)
+    retract = kinds == RETRACT
+    if not retract.any():
+        return
+    keys = {k.lower() for k in layout.key}
+    for name in table.column_names:
+        aggregate = layout.aggregate_of(name)
+        if name.lower() in keys or aggregate.retracts or aggregate.ignore_retract:
+            continue
+        if table.column(name).filter(pa.array(retract)).null_count < int(retract.sum()):
+            raise LayoutError(f"column {name} aggregates by {aggregate.function}, which cannot take back a "
+                              f"retraction (a delete or an update's before-image); set "
+                              f"'fields.{name}.ignore-retract' = 'true' to skip retractions")
+
+
+def premerge(table: pa.Table, ops: pa.Array | None, layout: TableLayout) -> tuple[pa.Table, pa.Array | None]:
+    """The changes of one commit, pre-merged as docs/changelog-tables.md wants them written.
+
+    ``table`` holds the changes in write order (``ops``: their row kinds, None for all upserts). Under
+    ``deduplicate`` each key keeps its last change; under ``partial-update`` a key's upserts merge
+    (non-null fields overwrite) and a delete among them stays first (delete, then the merged upserts
+    after it); under ``first-row`` a key keeps its first upsert after its last delete (and that delete);
+    under ``aggregation`` and with a ``sequence.field`` nothing is merged. The returned ops are None when
+    every row upserts.
+    """
+    if layout.sequence_field is not None or table.num_rows <= 1:
+        return table, row_kinds_or_none(ops)
+    if layout.merge_engine == "partial-update":
+        return _premerge_partial(table, ops, layout.key)
+    if layout.merge_engine == "aggregation":
+        # every change is kept, in order (a count counts inputs); retractions it cannot take are refused
+        refuse_retractions(table, ops, layout)
+        return table, row_kinds_or_none(ops)
+    if layout.merge_engine == "first-row":
+        return _premerge_first_row(table, ops, layout.key)
+    keys = table.select(list(layout.key)).append_column("__row", pa.array(range(table.num_rows), pa.int64()))
+    last = keys.group_by(list(layout.key), use_threads=False).aggregate([("__row", "max")])
+    if last.num_rows == table.num_rows:
+        return table, row_kinds_or_none(ops)
+    rows = pc.sort_indices(last.column("__row_max"))
+    rows = pc.take(last.column("__row_max"), rows)
+    return table.take(rows), row_kinds_or_none(None if ops is None else ops.take(rows))
+
+
+def row_kinds_or_none(ops: pa.Array | None) -> pa.Array | None:
+    """``ops``, or None when every row upserts (the chunk then needs no row-kind column)."""
+    if ops is None or not pc.any(pc.not_equal(ops, UPSERT)).as_py():
+        return None
+    return ops
+
+
+def _premerge_partial(table: pa.Table, ops: pa.Array | None, key: Sequence[str]) -> tuple[pa.Table, pa.Array | None]:
+    rows = table.to_pylist()
+    kinds = [UPSERT] * len(rows) if ops is None else ops.to_pylist()
+    # per key: (deleted in this commit, merged upsert or None), in order of the key's first change
+    merged: dict[tuple[Any, ...], tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
+    for row, kind in zip(rows, kinds, strict=True):
+        ident = tuple(row[k] for k in key)
+        deleted, upsert = merged.get(ident, (None, None))
+        if kind == DELETE:
+            merged[ident] = (row, None)
+        elif upsert is None:
+            merged[ident] = (deleted, row)
+        else:
+            merged[ident] = (deleted, {c: (v if v is not None else upsert[c]) for c, v in row.items()})
+    out_rows: list[dict[str, Any]] = []
+    out_ops: list[int] = []
+    for deleted, upsert in merged.values():
+        if deleted is not None:
+            out_rows.append(deleted)
+            out_ops.append(DELETE)
+        if upsert is not None:
+            out_rows.append(upsert)
+            out_ops.append(UPSERT)
+    result = pa.Table.from_pylist(out_rows, schema=table.schema)
+    return result, row_kinds_or_none(pa.array(out_ops, pa.int8()))
+
+def _last_deletes(kinds: np.ndarray, table: pa.Table, key: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For one commit's changes: the rows in key then write order, each one's key number, and per key the
+    place (in that order) of its last delete, -1 for a key the commit does not delete."""
+    rows, new_key = _sorted_by_key(table, None, key)
+    key_id = np.cumsum(new_key) - 1
+    places = np.arange(len(rows))
+    deleted = kinds[rows] == DELETE
+    last_delete = np.full(int(key_id[-1]) + 1, -1, np.int64)
+    np.maximum.at(last_delete, key_id[deleted], places[deleted])
+    return rows, key_id, last_delete
+
+
+def _premerge_first_row(table: pa.Table, ops: pa.Array | None, key: Sequence[str]) -> tuple[pa.Table, pa.Array | None]:
+    kinds = np.zeros(table.num_rows, np.int8) if ops is None else ops.to_numpy(zero_copy_only=False)
+    rows, key_id, last_delete = _last_deletes(kinds, table, key)
+    places = np.arange(len(rows))
+    upserts = (kinds[rows] == UPSERT) & (places > last_delete[key_id])
+    first_upsert = np.full(len(last_delete), len(rows), np.int64)
+    np.minimum.at(first_upsert, key_id[upserts], places[upserts])
+    deletes = rows[last_delete[last_delete >= 0]]
+    firsts = rows[first_upsert[first_upsert < len(rows)]]
+    out_ops = np.concatenate([np.full(len(deletes), DELETE, np.int8), np.full(len(firsts), UPSERT, np.int8)])
+    return table.take(pa.array(np.concatenate([deletes, firsts]))), row_kinds_or_none(pa.array(out_ops))
+
+
 # -- merging ---------------------------------------------------------------------------------------
 
-def merge_changes(tables: Sequence[pa.Table], layout: TableLayout, sequences: Sequence[int] | None = None) -> pa.Table:
+def merge_changes(tables: Sequence[pa.Table], layout: TableLayout, sequences: Sequence[int] | None = None,
+                  states: Sequence[bool] | None = None) -> pa.Table:
     """The live rows after applying ``tables`` (chunks' rows, in the snapshot's chunk order) to nothing.
 
     Each table holds rows of the same columns (``layout``'s key and sequence field among them) and,
     when it has any delete, ``OP_COLUMN``; ``sequences[i]`` is table i's chunk sequence (only the
     ``sequence.field`` needs it: it orders rows within one sequence). The answer has the tables'
     columns without ``OP_COLUMN``: one row per live key for a primary-key layout, every row for an
-    append layout (whose position deletes :func:`read_state` applies).
+    append layout (whose position deletes :func:`read_state` applies). ``states[i]`` says table i holds
+    merged rows (a compaction's output, an earlier state) rather than written changes: an aggregation
+    table's ``count`` takes a state's value as it is, and counts each written value once.
     """
     if not tables:
         return pa.table({})
@@ -267,7 +497,28 @@ def merge_changes(tables: Sequence[pa.Table], layout: TableLayout, sequences: Se
     rank = _order(data, lengths, layout, sequences)
     if layout.partial_update:
         return _partial_update(data, ops, rank, layout.key)
+    if layout.merge_engine == "aggregation":
+        state = np.repeat(np.asarray(states if states is not None else [False] * len(tables), bool), lengths)
+        return _aggregation(data, ops, rank, layout, state)
+    if layout.merge_engine == "first-row":
+        return _first_row(data, ops, rank, layout.key)
     return _deduplicate(data, ops, rank, layout.key)
+
+
+class _Placed(Protocol):
+    """What :func:`holds_state` reads of a chunk (a catalog Chunk, or a read task's note of one)."""
+
+    @property
+    def commit(self) -> int: ...
+
+    @property
+    def sequence(self) -> int | None: ...
+
+
+def holds_state(chunk: _Placed) -> bool:
+    """Whether ``chunk`` is a compaction's output (merged rows, which sort at the compaction's base cut,
+    before the compaction's own number) rather than changes a writer wrote."""
+    return bool(chunk.sequence and chunk.sequence < chunk.commit)
 
 
 def is_compacted(chunks: Sequence[Chunk]) -> bool:
@@ -275,7 +526,7 @@ def is_compacted(chunks: Sequence[Chunk]) -> bool:
     no deletes, so a read needs no merge. A compaction's chunks sort at its base cut, before the
     compaction's own number; every other chunk sorts at the commit that added it."""
     commits = {c.commit for c in chunks}
-    return len(commits) == 1 and all(c.sequence and c.sequence < c.commit for c in chunks)
+    return len(commits) == 1 and all(holds_state(c) for c in chunks)
 
 
 def needs_merge(chunks: Sequence[Chunk], layout: TableLayout) -> bool:
@@ -304,16 +555,21 @@ def read_state(location: str, chunks: Sequence[Chunk], layout: TableLayout,
         deleted = read_position_deletes(location, [c.path for c in chunks if c.kind == DELETES_KIND])
         return _concat([apply_position_deletes(split_ops(read_chunk(c))[0], deleted.get(c.path))
                         for c in data_chunks])[0]
-    return merge_changes([read_chunk(c) for c in data_chunks], layout, [c.sequence or c.commit for c in data_chunks])
+    return merge_changes([read_chunk(c) for c in data_chunks], layout, [c.sequence or c.commit for c in data_chunks],
+                         [holds_state(c) for c in data_chunks])
 
 
 __all__ = [
     "LayoutError",
     "TableLayout",
     "apply_position_deletes",
+    "holds_state",
     "is_compacted",
     "merge_changes",
     "needs_merge",
+    "premerge",
     "read_state",
+    "refuse_retractions",
+    "row_kinds_or_none",
     "split_ops",
 ]

@@ -35,9 +35,15 @@ from catalog_api.schema.resolution import exact_avro_reader, file_fields, plan, 
 from catalog_api.schema.spark import parse_struct
 from catalog_api.storage import resolve
 from catalog_api.streams.changelog import CommitChanges, change_feed
-from catalog_api.streams.changes import DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
-from catalog_api.streams.chunks import ChunkFormatError, frame_offsets, read_columnar_chunk, split_event_chunk
+from catalog_api.streams.chunks import (
+    ChunkFormatError,
+    frame_offsets,
+    read_columnar_chunk,
+    recorded_encoding,
+    split_event_chunk,
+)
 from catalog_api.streams.merge import TableLayout, apply_position_deletes, needs_merge, read_state, split_ops
+from catalog_api.streams.row_kinds import DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
 from registry.client import RegistryClient
 from registry.errors import BadRequest, InvalidSchema, NotFound
 from registry.ids import EncodingId
@@ -320,7 +326,7 @@ class StreamReader:
         """Every row of one chunk as an Arrow table of the reader schema's columns, plus the chunk's row
         kinds (``OP_COLUMN``) when it has them: what ``catalog_api.streams.merge`` works on."""
         if chunk.kind == "columnar":
-            table, encoding_id = read_columnar_chunk(self.location, chunk.path)
+            table, encoding_id = read_columnar_chunk(self.location, chunk.path, recorded=recorded_encoding(chunk))
             table, ops = split_ops(table) if OP_COLUMN in table.column_names else (table, None)
             resolved = self._resolve(table, encoding_id, chunk.path)
             if self._arrow_schema is not None:
@@ -446,7 +452,7 @@ class StreamReader:
             yield pa.RecordBatch.from_pylist(rows, schema=self._arrow_schema)
 
     def _columnar(self, chunk: Chunk) -> pa.Table:
-        table, encoding_id = read_columnar_chunk(self.location, chunk.path)
+        table, encoding_id = read_columnar_chunk(self.location, chunk.path, recorded=recorded_encoding(chunk))
         return self._resolve(table, encoding_id, chunk.path)
 
     def _resolve(self, table: pa.Table, encoding_id: int, path: str) -> pa.Table:

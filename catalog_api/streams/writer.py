@@ -26,7 +26,6 @@ record's partition is only known once it is decoded, and they are simply never p
 from __future__ import annotations
 
 import struct
-import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Sequence
@@ -36,25 +35,24 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import requests
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
-from catalog_api.model import Chunk
+from catalog_api.model import Chunk, CommitOptions
 from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec, with_current_names
 from catalog_api.schema import to_struct
-from catalog_api.streams.changes import (
+from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk, write_framed_event_chunk
+from catalog_api.streams.committing import CommitInDoubt, commit_resolved
+from catalog_api.streams.contracts import TableContract, changed_rows
+from catalog_api.streams.merge import TableLayout, premerge, refuse_retractions, row_kinds_or_none
+from catalog_api.streams.reader import arrow_schema, scoped_registry
+from catalog_api.streams.row_kinds import (
     DELETE,
-    MERGE_ENGINE,
-    MERGE_ENGINES,
     OP_COLUMN,
-    SEQUENCE_FIELD,
+    RETRACT,
     UPSERT,
-    primary_key,
     write_change_chunk,
 )
-from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk, write_framed_event_chunk
-from catalog_api.streams.reader import arrow_schema, scoped_registry
 from registry.client import RegistryClient
 from registry.errors import BadRequest, NotFound, StreamcatError
 from registry.model import NO_CODEC, SchemaInfo
@@ -75,10 +73,6 @@ class RecordSerializer(Protocol):
     def serialize(self, record: Any) -> bytes:
         """The event in the wire format: 0x01, encoding id (int32 BE), payload."""
         ...
-
-
-class CommitInDoubt(Exception):
-    """A commit was sent but its answer never came; ``flush()`` re-sends it (harmlessly) before anything else."""
 
 
 class _Buffer:
@@ -120,10 +114,8 @@ class _Buffer:
 class _Attempt:
     """A commit the writer has sent at least once: exactly this is re-sent until acknowledged."""
 
-    sequence: int
     chunks: list[Chunk]
-    overwrite: bool
-    properties: dict[str, str]
+    options: CommitOptions
 
 
 def _as_it_is(_error: BaseException) -> Exception | None:
@@ -136,26 +128,6 @@ def segment_of(routing_key: str | bytes, segments: int) -> int:
     return zlib.crc32(raw) % segments
 
 
-@dataclass(frozen=True)
-class KeyedLayout:
-    """What a writer needs to know of a primary-key table: its key, sequence field and merge engine."""
-
-    key: tuple[str, ...]
-    sequence_field: str | None = None
-    merge_engine: str = "deduplicate"
-
-    @classmethod
-    def of(cls, properties: dict[str, str]) -> KeyedLayout | None:
-        """The layout a table's properties declare; None for an append table."""
-        key = primary_key(properties)
-        if not key:
-            return None
-        engine = properties.get(MERGE_ENGINE) or "deduplicate"
-        if engine not in MERGE_ENGINES:
-            raise ValueError(f"unknown merge engine {engine!r}; one of {', '.join(MERGE_ENGINES)}")
-        return cls(key, properties.get(SEQUENCE_FIELD) or None, engine)
-
-
 def change_schema(schema: pa.Schema, key: Sequence[str]) -> pa.Schema:
     """The schema of a table's change chunks: key columns non-null, every other column nullable (a delete
     row carries only its key)."""
@@ -163,61 +135,6 @@ def change_schema(schema: pa.Schema, key: Sequence[str]) -> pa.Schema:
     if missing:
         raise ValueError(f"the table's schema lacks its key columns {missing}")
     return pa.schema([f.with_nullable(f.name not in key) for f in schema])
-
-
-def premerge(table: pa.Table, ops: pa.Array | None, layout: KeyedLayout) -> tuple[pa.Table, pa.Array | None]:
-    """The changes of one commit, pre-merged as docs/changelog-tables.md wants them written.
-
-    ``table`` holds the changes in write order (``ops``: their row kinds, None for all upserts). Under
-    ``deduplicate`` each key keeps its last change; under ``partial-update`` a key's upserts merge
-    (non-null fields overwrite) and a delete among them stays first (delete, then the merged upserts
-    after it); with a ``sequence.field`` nothing is merged. The returned ops are None when no row deletes.
-    """
-    if layout.sequence_field is not None or table.num_rows <= 1:
-        return table, _no_upsert_only(ops)
-    if layout.merge_engine == "partial-update":
-        return _premerge_partial(table, ops, layout.key)
-    keys = table.select(list(layout.key)).append_column("__row", pa.array(range(table.num_rows), pa.int64()))
-    last = keys.group_by(list(layout.key), use_threads=False).aggregate([("__row", "max")])
-    if last.num_rows == table.num_rows:
-        return table, _no_upsert_only(ops)
-    rows = pc.sort_indices(last.column("__row_max"))
-    rows = pc.take(last.column("__row_max"), rows)
-    return table.take(rows), _no_upsert_only(None if ops is None else ops.take(rows))
-
-
-def _no_upsert_only(ops: pa.Array | None) -> pa.Array | None:
-    """``ops``, or None when every row upserts (the chunk then needs no row-kind column)."""
-    if ops is None or not pc.any(pc.equal(ops, DELETE)).as_py():
-        return None
-    return ops
-
-
-def _premerge_partial(table: pa.Table, ops: pa.Array | None, key: Sequence[str]) -> tuple[pa.Table, pa.Array | None]:
-    rows = table.to_pylist()
-    kinds = [UPSERT] * len(rows) if ops is None else ops.to_pylist()
-    # per key: (deleted in this commit, merged upsert or None), in order of the key's first change
-    merged: dict[tuple[Any, ...], tuple[dict[str, Any] | None, dict[str, Any] | None]] = {}
-    for row, kind in zip(rows, kinds, strict=True):
-        ident = tuple(row[k] for k in key)
-        deleted, upsert = merged.get(ident, (None, None))
-        if kind == DELETE:
-            merged[ident] = (row, None)
-        elif upsert is None:
-            merged[ident] = (deleted, row)
-        else:
-            merged[ident] = (deleted, {c: (v if v is not None else upsert[c]) for c, v in row.items()})
-    out_rows: list[dict[str, Any]] = []
-    out_ops: list[int] = []
-    for deleted, upsert in merged.values():
-        if deleted is not None:
-            out_rows.append(deleted)
-            out_ops.append(DELETE)
-        if upsert is not None:
-            out_rows.append(upsert)
-            out_ops.append(UPSERT)
-    result = pa.Table.from_pylist(out_rows, schema=table.schema)
-    return result, _no_upsert_only(pa.array(out_ops, pa.int8()))
 
 
 class StreamWriter:
@@ -277,7 +194,9 @@ class StreamWriter:
         self._closed = False
         # A primary-key table takes changes by key, pre-merged per commit (see the module's docstring).
         described = self._describe_table()
-        self.layout = KeyedLayout.of(dict(described["properties"]) if described is not None else {})
+        #: the table's CHECK constraints, evaluated on every row accepted (None: it has none)
+        self.contract = TableContract.of(described)
+        self.layout = TableLayout.keyed(dict(described["properties"]) if described is not None else {})
         if self.layout is not None and self.serializer is None:
             latest = self.registry.latest_schemas(group or stream)
             if len(latest) != 1:
@@ -323,6 +242,8 @@ class StreamWriter:
         if self.layout is not None:
             self.upsert(event)
             return
+        if self.contract is not None:
+            self.contract.check_record(event)
         if routing_key is None:
             segment = self._sticky
         else:
@@ -444,6 +365,8 @@ class StreamWriter:
             rows = rows.select(target.names).cast(target)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise ValueError(f"the table does not fit the schema's Arrow form {target}: {e}") from e
+        if self.contract is not None:
+            self.contract.check(rows.to_pylist())
         if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
         if self.partition_spec is None:
@@ -488,7 +411,7 @@ class StreamWriter:
 
     # -- changes by key (primary-key tables) -------------------------------------------------------
 
-    def _keyed(self, what: str) -> KeyedLayout:
+    def _keyed(self, what: str) -> TableLayout:
         if self._closed:
             raise ValueError("the writer is closed")
         if self.layout is None:
@@ -501,6 +424,8 @@ class StreamWriter:
         layout = self._keyed("upsert")
         if not isinstance(record, dict):
             raise TypeError(f"a primary-key table takes records as dicts, not {type(record).__name__}")
+        if self.contract is not None:
+            self.contract.check_record(record)
         for column in layout.key:
             if record.get(column) is None:
                 raise ValueError(f"the record has no value for key column {column!r}")
@@ -562,8 +487,13 @@ class StreamWriter:
             kinds = ops.cast(pa.int8()) if isinstance(ops, pa.Array) else pa.array(ops, pa.int8())
             if len(kinds) != rows.num_rows:
                 raise ValueError(f"{len(kinds)} row kinds for {rows.num_rows} rows")
-            if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array([UPSERT, DELETE], pa.int8()))).as_py():
-                raise ValueError(f"row kinds are {UPSERT} (upsert) or {DELETE} (delete)")
+            allowed = [UPSERT, DELETE, RETRACT] if layout.merge_engine == "aggregation" else [UPSERT, DELETE]
+            if kinds.null_count or not pc.all(pc.is_in(kinds, pa.array(allowed, pa.int8()))).as_py():
+                raise ValueError(f"row kinds are {UPSERT} (upsert) or {DELETE} (delete)"
+                                 + (f" or {RETRACT} (retract)" if len(allowed) == 3 else ""))
+            refuse_retractions(conformed, kinds, layout)
+        if self.contract is not None:
+            self.contract.check(changed_rows(conformed, kinds))
         self._rows_to_piece()  # changes written before these go before them
         self._change_pieces.append((conformed, kinds, premerged))
         self._changed(rows.num_rows)
@@ -611,7 +541,7 @@ class StreamWriter:
             ops = pa.concat_arrays([o if o is not None else pa.array([UPSERT] * t.num_rows, pa.int8())
                                     for t, o, _ in pieces])
         if premerged:
-            ops = _no_upsert_only(ops)
+            ops = row_kinds_or_none(ops)
         else:
             table, ops = premerge(table, ops, self.layout)
         if self.partition_spec is None:
@@ -628,7 +558,7 @@ class StreamWriter:
         for partition, rows in partition_pieces(table, spec):
             kinds = None
             if ops is not None:
-                kinds = _no_upsert_only(rows.column(OP_COLUMN).combine_chunks())
+                kinds = row_kinds_or_none(rows.column(OP_COLUMN).combine_chunks())
                 rows = rows.drop_columns([OP_COLUMN])
             self._write_changes(rows, kinds, partition)
 
@@ -655,12 +585,14 @@ class StreamWriter:
 
     def _flush(self, overwrite: bool, properties: dict[str, str]) -> dict[str, Any] | None:
         if self._in_doubt is not None:
-            self._send(self._in_doubt)
+            self._send(self._in_doubt, in_doubt=True)
             self._in_doubt = None
         chunks = self.write_chunks()
         if not chunks and not overwrite:
             return None
-        attempt = _Attempt(self._next_sequence(), chunks, overwrite, properties)
+        options = CommitOptions(overwrite=overwrite, writer_id=self.writer_id, writer_sequence=self._next_sequence(),
+                                properties=properties)
+        attempt = _Attempt(chunks, options)
         self._written = []
         self._in_doubt = attempt
         answer = self._send(attempt)
@@ -695,32 +627,26 @@ class StreamWriter:
                 return found
             after = int(page[-1]["number"])
 
-    def _send(self, attempt: _Attempt) -> dict[str, Any]:
-        delay = self.backoff
-        for tries in range(self.retries + 1):
-            try:
-                answer = self.catalog.commit(self.scope, self.stream, attempt.chunks, overwrite=attempt.overwrite,
-                                             writer_id=self.writer_id, writer_sequence=attempt.sequence,
-                                             properties=attempt.properties)
-            except StreamcatError as error:
-                if error.status < 500:
-                    # The server refused the commit (and, since a repeat of an acknowledged commit is
-                    # answered as a duplicate, it never took it): its files are garbage now.
-                    self._in_doubt = None
-                    self._discard(attempt.chunks)
-                    raise
-                failure: Exception = error
-            except requests.RequestException as error:
-                # No answer, or half of one: the commit may or may not have happened.
-                failure = error
-            else:
-                self._sequence = attempt.sequence
-                return answer
-            if tries < self.retries:
-                time.sleep(delay)
-                delay = min(delay * 2, 5.0)
-        raise CommitInDoubt(f"commit {attempt.sequence} of writer {self.writer_id} got no answer after "
-                            f"{self.retries + 1} tries; flush() again re-sends it") from failure
+    def _send(self, attempt: _Attempt, *, in_doubt: bool = False) -> dict[str, Any]:
+        """Commit ``attempt`` (``in_doubt``: an earlier send got no answer), resolving lost answers from the
+        catalog (``catalog_api.streams.committing``); a refused commit's files are deleted, an unresolved
+        one's kept for the next flush to re-send."""
+        try:
+            made = commit_resolved(self.catalog, self.scope, self.stream, attempt.chunks, attempt.options,
+                                   attempts=self.retries + 1, backoff=self.backoff, in_doubt=in_doubt)
+        except CommitInDoubt as doubt:
+            raise CommitInDoubt(f"{doubt}; flush() again re-sends it") from doubt.__cause__
+        except StreamcatError:
+            # The server refused the commit (and, since a repeat of an acknowledged commit is answered as
+            # a duplicate, it never took it): its files are garbage now.
+            self._in_doubt = None
+            self._discard(attempt.chunks)
+            raise
+        assert attempt.options.writer_sequence is not None
+        self._sequence = attempt.options.writer_sequence
+        if made.stale:  # a repeat of an earlier run's commit: these files are nobody's
+            storage.delete_files(self.location, list(made.stale))
+        return made.answer
 
     def _discard(self, chunks: list[Chunk]) -> None:
         storage.delete_files(self.location, [c.path for c in chunks])
@@ -787,5 +713,5 @@ class StreamWriter:
         self._in_place = None
 
 
-__all__ = ["CommitInDoubt", "KeyedLayout", "RecordSerializer", "StreamWriter", "change_schema", "premerge",
+__all__ = ["CommitInDoubt", "RecordSerializer", "StreamWriter", "change_schema", "premerge",
            "segment_of"]

@@ -80,12 +80,21 @@ def declared(view: View) -> Operation | None:
     return _DECLARED.get(view)
 
 
+def _empty(op: Operation, status: int) -> Response:
+    """An answer without a body: of the operation's media type (never Flask's default text/html), or, for a
+    204, of none at all."""
+    response = Response(status=status, mimetype=op.media_type)
+    if status == 204:
+        del response.headers["Content-Type"]
+    return response
+
+
 def _respond(op: Operation, result: Any) -> Response:
     status = op.status
     if isinstance(result, tuple):
         result, status = result
     if result is None:
-        return Response(status=status)
+        return _empty(op, status)
     if isinstance(result, Serialized):
         return Response(result.body, status=status, mimetype=op.media_type)
     if not isinstance(result, BaseModel):

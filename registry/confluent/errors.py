@@ -122,6 +122,44 @@ class Incompatible(ConfluentError):
     status, code, error_code = 409, "IncompatibleSchema", 409
 
 
+class InvalidRuleSet(ConfluentError):
+    """A rule set Confluent would refuse: a rule without a name or type, a duplicate name, a
+    mode its list does not take."""
+
+    status, code, error_code = 422, "InvalidRuleSet", 42210
+
+
+class KeyNotFound(ConfluentError):
+    """No KEK (or DEK) of that name, subject, version and algorithm (DEK registry)."""
+
+    status, code, error_code = 404, "KeyNotFound", 40470
+
+
+class KeyNotSoftDeleted(ConfluentError):
+    """A permanent delete of a key that was not soft-deleted first (DEK registry)."""
+
+    status, code, error_code = 422, "KeyNotSoftDeleted", 40471
+
+
+class KeyExists(ConfluentError):
+    """A key of that name (or DEK of that subject, version and algorithm) exists already, with
+    other values (DEK registry)."""
+
+    status, code, error_code = 409, "KeyExists", 40972
+
+
+class InvalidKey(ConfluentError):
+    """A key the DEK registry cannot take: a bad name, KMS type, algorithm or key material."""
+
+    status, code, error_code = 422, "InvalidKey", 42271
+
+
+class KeyReferenceExists(ConfluentError):
+    """A KEK that still has live DEKs cannot be deleted (DEK registry)."""
+
+    status, code, error_code = 422, "KeyReferenceExists", 42272
+
+
 class MalformedRequest(ConfluentError):
     """The body is not JSON, or not an object of the expected shape."""
 

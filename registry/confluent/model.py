@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from registry.confluent.contracts import Contract, ContractConfig
 from registry.confluent.errors import InvalidSubject
 from registry.ids import GroupName, Namespace
 from registry.model import Compatibility
@@ -32,6 +33,11 @@ LEVELS = {
 _LEVEL_OF_POLICY = {policy: level for level, policy in LEVELS.items()}
 #: The level of a registry without any configuration.
 DEFAULT_LEVEL = "BACKWARD"
+#: Group property marking a group whose policy no one set: the Confluent API created it by registering a
+#: schema, or removed the subject's level (DELETE /config/{subject}), so its policy is the one it inherited.
+#: Every other group's policy was set (through the Pravega API, or by a table's creator): that subject's
+#: configured level, whether or not it equals the inherited one.
+INHERITED_POLICY = "streamcat.confluent.inheritedPolicy"
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 DEFAULT_MODE = "READWRITE"
@@ -152,6 +158,8 @@ class StoredSchema:
     data: bytes
     registered: str | None = None
     references: list[SchemaReference] = field(default_factory=list)
+    #: its data contract (part of what the schema is: another contract is another schema)
+    contract: Contract = field(default_factory=Contract)
 
     @property
     def schema_type(self) -> str:
@@ -186,6 +194,7 @@ class ConfigValues:
     compatibility: str | None = None
     normalize: bool | None = None
     mode: str | None = None
+    contracts: ContractConfig = field(default_factory=ContractConfig)
 
 
 @dataclass(frozen=True)
@@ -206,6 +215,10 @@ class Configs:
         """Whether schemas registered under the subject are normalized by default (None: no scope says)."""
         scopes = (self.subject, self.context, self.registry)
         return next((s.normalize for s in scopes if s.normalize is not None), None)
+
+    def contracts(self) -> ContractConfig:
+        """The contract settings that apply: each from the innermost scope that sets it."""
+        return ContractConfig.innermost([self.subject.contracts, self.context.contracts, self.registry.contracts])
 
     def mode(self) -> str:
         """The mode the subject is in: READONLY_OVERRIDE of the registry or context wins; otherwise

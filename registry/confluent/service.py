@@ -20,10 +20,12 @@ from google.protobuf import descriptor_pb2
 
 from registry import errors
 from registry.confluent import errors as ce
+from registry.confluent.contracts import NO_CONTRACT, NO_SETTINGS, Contract, ContractConfig, contract_key, merged
 from registry.confluent.model import (
     ALL_CONTEXTS,
     DEFAULT_LEVEL,
     DEFAULT_MODE,
+    INHERITED_POLICY,
     LEVELS,
     MODES,
     SCHEMA_TYPES,
@@ -84,6 +86,8 @@ class SchemaRequest:
     #: IMPORT mode only: the id and version to register under
     id: int | None = None
     version: int | None = None
+    #: the data contract given (None parts: not given, inherited from the latest version)
+    contract: Contract = NO_CONTRACT
 
 
 @dataclass(frozen=True)
@@ -92,11 +96,13 @@ class ConfigView:
 
     level: str
     normalize: bool | None = None
+    contracts: ContractConfig = NO_SETTINGS
 
 
 @dataclass(frozen=True)
 class _Parsed:
     parsed: ParsedSchema
+    #: the identity of the schema without a data contract (see :func:`_with_contract`)
     fingerprint: str
     registered: str | None
     references: tuple[SchemaReference, ...]
@@ -109,6 +115,15 @@ def _identity(parsed: ParsedSchema, references: Sequence[SchemaReference]) -> st
         return parsed.fingerprint
     listed = json.dumps([[r.name, r.subject, r.version] for r in references], separators=(",", ":"))
     return hashlib.sha256(parsed.canonical + b"\0references\0" + listed.encode()).hexdigest()
+
+
+def _with_contract(content: str, contract: Contract) -> str:
+    """The identity of a schema whose identity without a contract is ``content``: so is its
+    contract (Confluent's ids hash metadata and rule sets too), and no contract changes nothing."""
+    key = contract_key(contract)
+    if not key:
+        return content
+    return hashlib.sha256(f"{content}\0contract\0{key}".encode()).hexdigest()
 
 
 def _explain(reasons: Sequence[Incompatibility]) -> list[str]:
@@ -125,6 +140,15 @@ def _version_number(selector: str) -> int | None:
         f"The specified version '{selector[:40]}' is not a valid version id. "
         "Allowed values are between [1, 2^31-1] and the string \"latest\""
     )
+
+
+def _in_group(live: Sequence[LiveVersion], group_key: str | None, contract: Contract) -> list[LiveVersion]:
+    """The versions a new one with ``contract`` is checked against: with a compatibility group
+    (a metadata property), those whose value of it is the new one's (absent counts as a value)."""
+    if not group_key:
+        return list(live)
+    value = contract.property(group_key)
+    return [v for v in live if v.contract.property(group_key) == value]
 
 
 def _direction_only(policy: Compatibility) -> Compatibility:
@@ -387,8 +411,13 @@ class ConfluentService:
             raise ce.OperationNotPermitted(f"schema id {wanted_id} is not a 32-bit id")
         found = self._parse(subject, request, bool(configs.normalize()) if normalize is None else normalize)
         parsed = found.parsed
+        # The contract inherited is the latest version's when the request is read: a registration
+        # racing this one may add a newer version first (as two clients racing on Confluent do).
+        contract = merged(configs.contracts(), request.contract, self._latest_contract(subject))
+        group_key = configs.contracts().compatibility_group
         level = configs.inherited_level(include_subject=True)
-        create = GroupProperties(SerializationFormat(parsed.format), policy_of(level), allow_multiple_types=True)
+        create = GroupProperties(SerializationFormat(parsed.format), policy_of(level), allow_multiple_types=True,
+                                 properties={INHERITED_POLICY: "true"})
 
         def check(context: RegisterContext) -> None:
             if importing:  # no compatibility checks, but a group holds one format at a time
@@ -399,11 +428,17 @@ class ConfluentService:
                         f"{subject.qualified}'s live versions"
                     )
                 return
-            self._check(subject, context.properties, parsed, context.live)
+            self._check(subject, context.properties, parsed, _in_group(context.live, group_key, contract))
 
-        new = NewVersion(parsed, found.fingerprint, found.registered, found.references, wanted_id, wanted_version)
+        new = NewVersion(parsed, _with_contract(found.fingerprint, contract), found.registered, found.references,
+                         wanted_id, wanted_version, contract, found.fingerprint)
         done = self.store.register(subject, new, create, check)
         return done.schema_id, done.number
+
+    def _latest_contract(self, subject: Subject) -> Contract | None:
+        """The data contract of the subject's latest live version (None: it has none)."""
+        live = [e for e in self.store.entries(subject) or [] if not e.deleted]
+        return self._stored(live[-1].schema_id).contract if live else None
 
     def _check(
         self,
@@ -456,11 +491,39 @@ class ConfluentService:
         entries = self._entries(subject, deleted=deleted)
         configs = self._configs(subject)
         found = self._parse(subject, request, bool(configs.normalize()) if normalize is None else normalize)
-        schema_id = self.store.find(found.parsed, found.fingerprint)
+        wanted = self._candidates(subject, found, request.contract, configs)
         for entry in reversed(entries):
-            if entry.schema_id == schema_id and (deleted or not entry.deleted):
+            if entry.schema_id in wanted and (deleted or not entry.deleted):
                 return SubjectVersion(subject, entry.number, self._stored(entry.schema_id), entry.deleted)
         raise ce.SchemaNotFound("Schema not found")
+
+    def _candidates(self, subject: Subject, found: _Parsed, contract: Contract, configs: Configs) -> set[int]:
+        """Ids a lookup of ``found`` matches: without a contract given, the schema under any
+        contract (a client serializing without rules finds its version); with one, the schema
+        under that contract as given or as a registration would merge it."""
+        if not contract:
+            ids = set(self.store.with_content(found.fingerprint))
+            plain = self.store.find(found.parsed, found.fingerprint)
+            return ids | ({plain} if plain is not None else set())
+        ids = set()
+        for candidate in (contract, merged(configs.contracts(), contract, self._latest_contract(subject))):
+            schema_id = self.store.find(found.parsed, _with_contract(found.fingerprint, candidate))
+            if schema_id is not None:
+                ids.add(schema_id)
+        return ids
+
+    def latest_with_metadata(self, subject: Subject, wanted: dict[str, str], *, deleted: bool) -> SubjectVersion:
+        """The subject's newest version whose metadata has every property ``wanted`` (soft-deleted
+        versions count with ``deleted``); what ``use.latest.with.metadata`` serializers read."""
+        entries = self._entries(subject, deleted=deleted)
+        visible = [e for e in entries if deleted or not e.deleted]
+        schemas = self.store.schemas(e.schema_id for e in visible)
+        for entry in reversed(visible):
+            schema = schemas[entry.schema_id]
+            if all(schema.contract.property(k) == v for k, v in wanted.items()):
+                return SubjectVersion(subject, entry.number, schema, entry.deleted)
+        shown = ", ".join(f"{k}={v}" for k, v in wanted.items())
+        raise ce.VersionNotFound(f"No version of subject '{subject.qualified}' has the metadata {shown}")
 
     def test_compatibility(
         self, subject: Subject, selector: str | None, request: SchemaRequest, *, normalize: bool | None
@@ -482,8 +545,13 @@ class ConfluentService:
             policy = _direction_only(policy)
         schemas = self.store.schemas(e.schema_id for e in live)
         versions = [
-            LiveVersion(e.number, e.schema_id, self._info(schemas[e.schema_id])) for e in live
+            LiveVersion(e.number, e.schema_id, self._info(schemas[e.schema_id]), schemas[e.schema_id].contract)
+            for e in live
         ]
+        group_key = configs.contracts().compatibility_group
+        if group_key and selector is None:
+            contract = merged(configs.contracts(), request.contract, versions[-1].contract if versions else None)
+            versions = _in_group(versions, group_key, contract)
         return _explain(self._reasons(subject, properties, found.parsed, versions, policy))
 
     @staticmethod
@@ -588,30 +656,40 @@ class ConfluentService:
         if not subject.name:
             scope = configs.context if subject.namespace else configs.registry
             own = scope.compatibility
-            if own is None and subject.namespace and not default_to_global:
+            if own is None and subject.namespace and not default_to_global and not scope.contracts:
                 raise ce.CompatibilityNotConfigured(f"Subject '{subject.qualified}' does not have subject-level "
                                                     "compatibility configured")
-            return ConfigView(own or configs.inherited_level(), scope.normalize)
+            scopes = [configs.context, configs.registry] if subject.namespace else [configs.registry]
+            shown = ContractConfig.innermost([v.contracts for v in scopes]) if default_to_global else scope.contracts
+            return ConfigView(own or configs.inherited_level(), scope.normalize, shown)
         group = self.store.group(subject)
         inherited = configs.inherited_level()
         explicit = configs.subject.compatibility
         if group is not None:
             level = level_of(group.compatibility)
-            has_own = explicit is not None or not same_policy(group.compatibility, policy_of(inherited))
+            # A policy set through either API is the subject's level; an inherited one that the Pravega API
+            # changed since (the mark stays) shows as the subject's own when it differs from the inherited level.
+            inherits = group.properties.get(INHERITED_POLICY) == "true"
+            has_own = (explicit is not None or not inherits
+                       or not same_policy(group.compatibility, policy_of(inherited)))
         else:
             level = explicit or inherited
             has_own = explicit is not None
-        if not has_own and not default_to_global:
+        own_contracts = configs.subject.contracts
+        if not has_own and not default_to_global and not own_contracts:
             raise ce.CompatibilityNotConfigured(
                 f"Subject '{subject.qualified}' does not have subject-level compatibility configured"
             )
         normalize = configs.subject.normalize if has_own else configs.normalize()
-        return ConfigView(level, normalize)
+        return ConfigView(level, normalize, configs.contracts() if default_to_global else own_contracts)
 
-    def set_config(self, subject: Subject, level: str | None, normalize: bool | None) -> ConfigView:
-        """Set the level (and normalization) of a subject, a context or the registry. Groups that
-        follow the changed scope (no level of their own) take the new level's policy."""
-        if level is None and normalize is None:
+    def set_config(self, subject: Subject, level: str | None, normalize: bool | None,
+                   contracts: ContractConfig = NO_SETTINGS) -> ConfigView:
+        """Set the level (and normalization, and the data-contract settings given) of a subject, a
+        context or the registry. Groups that follow the changed scope (no level of their own)
+        take the new level's policy."""
+        contract_settings = {k: v for k, v in contracts.to_json().items() if v is not None}
+        if level is None and normalize is None and not contract_settings:
             raise ce.InvalidCompatibilityLevel("Invalid compatibility level None: give compatibility or normalize")
         if level is not None:
             level = self._level(level)
@@ -632,9 +710,12 @@ class ConfluentService:
                     return same_policy(current, old) and (fmt not in _UNCHECKED or level == "NONE")
 
                 self.store.set_level(subject, level, policy, follows)
-        if normalize is not None:
-            self.store.set_config(subject, normalize=normalize)
-        return ConfigView(level or "", normalize)
+        if normalize is not None or contract_settings:
+            self.store.set_config(subject, **({} if normalize is None else {"normalize": normalize}),
+                                  **contract_settings)
+        now = self._configs(subject)
+        own = now.subject if subject.name else now.context if subject.namespace else now.registry
+        return ConfigView(level or "", normalize, own.contracts)
 
     def delete_config(self, subject: Subject) -> ConfigView:
         """Remove the level (and normalization) set for a subject, a context or the registry (which
@@ -649,7 +730,7 @@ class ConfluentService:
                 self.store.set_level(subject, None, policy_of(fallback), lambda _fmt, _current: False)
             else:
                 self.store.set_config(subject, compatibility=None)
-            self.store.set_config(subject, normalize=None)
+            self.store.set_config(subject, normalize=None, **NO_SETTINGS.to_json())
             return old
         scope = configs.context if subject.namespace else configs.registry
         old_level = scope.compatibility or (configs.inherited_level() if subject.namespace else DEFAULT_LEVEL)
@@ -660,8 +741,8 @@ class ConfluentService:
             return same_policy(current, old_policy) and (fmt not in _UNCHECKED or new_level == "NONE")
 
         self.store.set_level(subject, None, policy_of(new_level), follows)
-        self.store.set_config(subject, normalize=None)
-        return ConfigView(old_level, scope.normalize)
+        self.store.set_config(subject, normalize=None, **NO_SETTINGS.to_json())
+        return ConfigView(old_level, scope.normalize, scope.contracts)
 
     # -- modes ------------------------------------------------------------------------------
 

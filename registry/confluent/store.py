@@ -21,8 +21,10 @@ from sqlalchemy import ColumnElement, Engine, Select, and_, delete, exists, func
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
+from registry.confluent.contracts import NO_CONTRACT, Contract, ContractConfig, contract_key, contract_of_key
 from registry.confluent.errors import OperationNotPermitted
 from registry.confluent.model import (
+    INHERITED_POLICY,
     TYPE_OF_FORMAT,
     Configs,
     ConfigValues,
@@ -32,7 +34,7 @@ from registry.confluent.model import (
     SubjectVersion,
     VersionEntry,
 )
-from registry.confluent.orm import ConfigRow, ReferenceRow, RegisteredTextRow, VersionPinRow
+from registry.confluent.orm import ConfigRow, ContractRow, ReferenceRow, RegisteredTextRow, VersionPinRow
 from registry.db import Transactions, now_ms, retried
 from registry.formats.base import ParsedSchema
 from registry.ids import GroupName, Namespace, TypeName
@@ -42,6 +44,10 @@ from registry.store.policies import policy_from_json, policy_to_json
 
 #: Property of a version's SchemaInfo (Pravega API) listing its schema's references, as JSON.
 REFERENCES_PROPERTY = "streamcat.references"
+#: Properties of a version's SchemaInfo (Pravega API) holding its data contract's metadata and
+#: rule set, as Confluent's JSON.
+METADATA_PROPERTY = "streamcat.metadata"
+RULE_SET_PROPERTY = "streamcat.ruleSet"
 _CONFLUENT_FORMATS = tuple(TYPE_OF_FORMAT)
 #: Rows per statement when many groups change at once.
 _CHUNK = 500
@@ -54,6 +60,7 @@ class LiveVersion:
     number: int
     schema_id: int
     schema: SchemaInfo
+    contract: Contract = NO_CONTRACT
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,10 @@ class NewVersion:
     #: IMPORT mode: the id and number to register under (None: allocated as usual)
     schema_id: int | None = None
     number: int | None = None
+    #: the data contract, and the fingerprint of the same schema without one (``fingerprint``
+    #: includes the contract)
+    contract: Contract = NO_CONTRACT
+    content: str = ""
 
 
 RegisterCheck = Callable[[RegisterContext], None]
@@ -188,6 +199,7 @@ class SqlConfluentStore:
                 )
             ).all()
         )
+        contracts = SqlConfluentStore._contracts(session, wanted)
         references: dict[int, list[SchemaReference]] = {}
         for ref in session.scalars(
             select(ReferenceRow).where(ReferenceRow.schema_id.in_(wanted)).order_by(ReferenceRow.position)
@@ -195,10 +207,24 @@ class SqlConfluentStore:
             references.setdefault(ref.schema_id, []).append(SchemaReference(ref.name, ref.subject, ref.version))
         return {
             row.id: StoredSchema(
-                row.id, row.serialization_format, row.type_name, row.data, texts.get(row.id), references.get(row.id, [])
+                row.id, row.serialization_format, row.type_name, row.data, texts.get(row.id),
+                references.get(row.id, []), contracts.get(row.id, Contract()),
             )
             for row in session.scalars(select(SchemaRow).where(SchemaRow.id.in_(wanted)))
         }
+
+    @staticmethod
+    def _contracts(session: Session, ids: Sequence[int]) -> dict[int, Contract]:
+        """The data contracts of the schemas that have one, by id."""
+        found: dict[int, Contract] = {}
+        for start in range(0, len(ids), _CHUNK):
+            rows = session.execute(
+                select(ContractRow.schema_id, ContractRow.contract).where(
+                    ContractRow.schema_id.in_(ids[start : start + _CHUNK])
+                )
+            )
+            found.update((schema_id, contract_of_key(text)) for schema_id, text in rows)
+        return found
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -278,6 +304,12 @@ class SqlConfluentStore:
         """The id of the content ``parsed`` with ``fingerprint`` (references included), if stored."""
         with self._read() as session:
             return session.scalar(self._content(parsed, fingerprint).with_only_columns(SchemaRow.id))
+
+    def with_content(self, content: str) -> list[int]:
+        """Ids of the schemas that are the content with fingerprint ``content`` under some data
+        contract (the content without a contract is :meth:`find`'s)."""
+        with self._read() as session:
+            return list(session.scalars(select(ContractRow.schema_id).where(ContractRow.content == content)))
 
     @staticmethod
     def _content(parsed: ParsedSchema, fingerprint: str) -> Select[Any]:
@@ -398,7 +430,14 @@ class SqlConfluentStore:
                     or_(*(and_(ConfigRow.namespace == ns, ConfigRow.subject == name) for ns, name in keys))
                 )
             ).all()
-        found = {(r.namespace, r.subject): ConfigValues(r.compatibility, r.normalize, r.mode) for r in rows}
+        found = {
+            (r.namespace, r.subject): ConfigValues(
+                r.compatibility, r.normalize, r.mode,
+                ContractConfig.of_columns(r.compatibility_group, r.default_metadata, r.override_metadata,
+                                          r.default_rule_set, r.override_rule_set),
+            )
+            for r in rows
+        }
         empty = ConfigValues()
         subject_values = found.get((subject.namespace, subject.name), empty) if subject.name else empty
         context = found.get((subject.namespace, ""), empty) if subject.namespace else empty
@@ -406,8 +445,9 @@ class SqlConfluentStore:
 
     @retried
     def set_config(self, /, subject: Subject, **values: Any) -> None:
-        """Set (a value None: clear) ``compatibility``, ``normalize`` or ``mode`` of one scope:
-        a subject, a context (``subject.name`` empty), the registry (both empty)."""
+        """Set (a value None: clear) ``compatibility``, ``normalize``, ``mode`` or a data-contract
+        column (:meth:`ContractConfig.to_json`) of one scope: a subject, a context
+        (``subject.name`` empty), the registry (both empty)."""
         with self._write() as session:
             self._set_config(session, subject, values)
 
@@ -424,7 +464,9 @@ class SqlConfluentStore:
                 row = session.scalars(select(ConfigRow).where(*key).with_for_update()).one()
         for name, value in values.items():
             setattr(row, name, value)
-        if row.compatibility is None and row.normalize is None and row.mode is None:
+        settings = (row.compatibility, row.normalize, row.mode, row.compatibility_group, row.default_metadata,
+                    row.override_metadata, row.default_rule_set, row.override_rule_set)
+        if all(value is None for value in settings):
             session.delete(row)
 
     @retried
@@ -432,15 +474,19 @@ class SqlConfluentStore:
         """Set (None: clear) a scope's compatibility level, and apply ``policy`` to the groups it
         governs, in one transaction: for a subject, its group; for a context or the registry,
         every group of the scope without a level of its own (nor of its context, for the
-        registry) whose current policy ``followers`` accepts."""
+        registry) whose current policy ``followers`` accepts. A subject's group is marked
+        (:data:`INHERITED_POLICY`) as inheriting its policy when its level is cleared, and unmarked
+        when one is set."""
         with self._write() as session:
             self._set_config(session, subject, {"compatibility": level})
             if subject.name:
-                session.execute(
-                    update(GroupRow)
-                    .where(GroupRow.namespace == subject.namespace, GroupRow.name == subject.name)
-                    .values(compatibility=policy_to_json(policy))
-                )
+                group = self._group(session, subject, lock=True)
+                if group is not None:
+                    properties = {k: v for k, v in group.properties.items() if k != INHERITED_POLICY}
+                    if level is None:
+                        properties[INHERITED_POLICY] = "true"
+                    group.compatibility = policy_to_json(policy)
+                    group.properties = properties
                 return
             own_level = exists().where(
                 ConfigRow.namespace == GroupRow.namespace,
@@ -492,6 +538,7 @@ class SqlConfluentStore:
                 s.id: s
                 for s in session.scalars(select(SchemaRow).where(SchemaRow.id.in_([r.schema_id for r, _ in live_rows])))
             }
+            contracts = self._contracts(session, sorted(infos))
             live = [
                 LiveVersion(
                     n,
@@ -502,6 +549,7 @@ class SqlConfluentStore:
                                             infos[row.schema_id].full_type_name),
                         infos[row.schema_id].data,
                     ),
+                    contracts.get(row.schema_id, Contract()),
                 )
                 for row, n in live_rows
             ]
@@ -589,6 +637,8 @@ class SqlConfluentStore:
                 ),
                 {"id": new.schema_id},
             )
+        if new.contract:
+            session.add(ContractRow(schema_id=row.id, content=new.content, contract=contract_key(new.contract)))
         if new.references:
             if new.registered is not None:
                 session.add(RegisteredTextRow(schema_id=row.id, schema=new.registered))
@@ -613,6 +663,10 @@ class SqlConfluentStore:
             properties[REFERENCES_PROPERTY] = json.dumps(
                 [{"name": r.name, "subject": r.subject, "version": r.version} for r in new.references]
             )
+        if new.contract.metadata:
+            properties[METADATA_PROPERTY] = json.dumps(new.contract.metadata.to_json(), sort_keys=True)
+        if new.contract.rule_set:
+            properties[RULE_SET_PROPERTY] = json.dumps(new.contract.rule_set.to_json(), sort_keys=True)
         row = VersionRow(
             group_id=group.id,
             schema_id=content.id,

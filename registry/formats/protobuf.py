@@ -283,12 +283,18 @@ class ProtobufFormat(SchemaFormat):
     name = "Protobuf"
 
     def parse(self, data: bytes, type_name: str, references: Sequence[Reference] | None = None) -> ParsedSchema:
+        declares_nothing = False
         if references is not None:
             fds = self._compile_file(data, references)
             if not type_name:
-                type_name = first_type(fds.file[-1])
+                own = fds.file[-1]
+                type_name = first_type(own)
                 if not type_name:
-                    raise InvalidSchema("a Protobuf schema must declare a message or an enum")
+                    if own.service or own.extension:
+                        raise InvalidSchema("a Protobuf schema must declare a message or an enum")
+                    # Only imports (``import public`` ones, say), as Confluent takes them: the file stands
+                    # for itself, and its type is its name in the descriptor set.
+                    type_name, declares_nothing = own.name, True
         elif _PROTO_TEXT.match(data):
             fds = compile_proto(data)
         else:
@@ -304,7 +310,9 @@ class ProtobufFormat(SchemaFormat):
         if not type_name:
             raise InvalidSchema("Protobuf schemas need a type: the full name of a message")
         messages = message_names(fds)
-        if type_name not in messages and not any(type_name in _file_names(f)[1] for f in fds.file):
+        if not declares_nothing and type_name not in messages and not any(
+            type_name in _file_names(f)[1] for f in fds.file
+        ):
             known = ", ".join(sorted(messages)) or "none"
             raise InvalidSchema(f"message {type_name!r} is not in the Protobuf schema (messages: {known})")
         stored = fds.SerializeToString(deterministic=True)
@@ -332,7 +340,8 @@ class ProtobufFormat(SchemaFormat):
     def check(self, reader: ParsedSchema, writer: ParsedSchema) -> list[Incompatibility]:
         messages = message_names(reader.parsed)
         if reader.type_name not in messages or writer.type_name not in message_names(writer.parsed):
-            # A file of enums only: its enums are checked in the messages of the files importing it.
+            # A file of enums only, or of imports only: what it declares is checked in the messages of the
+            # files importing it.
             return []
         reasons = check_protobuf(reader.parsed, reader.type_name, writer.parsed, writer.type_name)
         if isinstance(reader.summary, WholeFile) or isinstance(writer.summary, WholeFile):

@@ -81,6 +81,22 @@ class RegistryStore(ABC):
         """How many groups the namespace holds."""
 
     @abstractmethod
+    def namespaces(self) -> list[tuple[Namespace, int]]:
+        """Every namespace that holds a group, by name, with how many it holds."""
+
+    @abstractmethod
+    def recent_versions(self, limit: int) -> list[tuple[Namespace, GroupName, VersionInfo, int]]:
+        """The newest ``limit`` versions added to any group, newest first, as (namespace, group,
+        version, time added)."""
+
+    @abstractmethod
+    def find_groups(
+        self, namespace: Namespace, text: str, after: str, limit: int
+    ) -> list[tuple[GroupName, GroupProperties]]:
+        """Groups of a namespace whose name contains ``text`` (any case), by name, from the first
+        name past ``after``, ``limit`` at most."""
+
+    @abstractmethod
     def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
         """Delete every group of the namespace (as ``delete_group`` does); returns their names."""
 
@@ -166,6 +182,10 @@ class RegistryStore(ABC):
     @abstractmethod
     def encoding_info(self, namespace: Namespace, name: GroupName, encoding: EncodingId) -> EncodingInfo:
         """What an encoding id of the group stands for; EncodingNotFound if not the group's."""
+
+    @abstractmethod
+    def encodings(self, namespace: Namespace, name: GroupName) -> list[tuple[EncodingId, VersionInfo, CodecName]]:
+        """Every encoding id of the group, in order of creation, with its version and codec."""
 
     @abstractmethod
     def encodings_of(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[EncodingId]:

@@ -166,6 +166,33 @@ class SqlRegistryStore(RegistryStore):
         with self._read() as session:
             return session.scalar(select(func.count()).where(GroupRow.namespace == namespace)) or 0
 
+    def namespaces(self) -> list[tuple[Namespace, int]]:
+        with self._read() as session:
+            rows = session.execute(
+                select(GroupRow.namespace, func.count()).group_by(GroupRow.namespace).order_by(GroupRow.namespace)
+            ).all()
+        return [(Namespace(namespace), count) for namespace, count in rows]
+
+    def recent_versions(self, limit: int) -> list[tuple[Namespace, GroupName, VersionInfo, int]]:
+        with self._read() as session:
+            rows = session.execute(
+                select(GroupRow.namespace, GroupRow.name, VersionRow)
+                .join(VersionRow, VersionRow.group_id == GroupRow.id)
+                .order_by(VersionRow.id.desc())
+                .limit(limit)
+            ).all()
+            return [(Namespace(ns), GroupName(g), _version_info(v), v.created_at) for ns, g, v in rows]
+
+    def find_groups(
+        self, namespace: Namespace, text: str, after: str, limit: int
+    ) -> list[tuple[GroupName, GroupProperties]]:
+        query = select(GroupRow).where(GroupRow.namespace == namespace, GroupRow.name > after)
+        if text:
+            query = query.where(func.lower(GroupRow.name).contains(text.lower(), autoescape=True))
+        with self._read() as session:
+            rows = session.scalars(query.order_by(GroupRow.name).limit(limit)).all()
+        return [(GroupName(r.name), _properties(r)) for r in rows]
+
     @retried
     def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
         with self._write() as session:
@@ -527,6 +554,17 @@ class SqlRegistryStore(RegistryStore):
                     codec = CodecType(CodecName(row.name), dict(row.properties))
             stored = _stored(version, schema)
             return EncodingInfo(EncodingId(enc.id), stored.schema, stored.version, codec)
+
+    def encodings(self, namespace: Namespace, name: GroupName) -> list[tuple[EncodingId, VersionInfo, CodecName]]:
+        with self._read() as session:
+            group = self._group(session, namespace, name)
+            rows = session.execute(
+                select(EncodingRow.id, EncodingRow.codec, VersionRow)
+                .join(VersionRow, VersionRow.id == EncodingRow.version_id)
+                .where(EncodingRow.group_id == group.id)
+                .order_by(EncodingRow.id)
+            ).all()
+            return [(EncodingId(i), _version_info(v), CodecName(codec)) for i, codec, v in rows]
 
     def encodings_of(self, namespace: Namespace, name: GroupName, ids: frozenset[int]) -> frozenset[EncodingId]:
         with self._read() as session:

@@ -1,17 +1,17 @@
 """The Streamcat data source for Spark (a Python data source named ``streamcat``).
 
-Spark finds it by itself: a top-level module named ``pyspark_<something>`` with a
-``DefaultSource`` class is registered automatically by every session whose Python has it
-installed (the catalog shim also registers it by reference if it was not discovered). The
-catalog (``streamcat.spark.StreamcatCatalog``) hands it each table's coordinates, so SQL
-users never name it; it can also be used directly::
+The catalog shim hands Spark this class by reference (a pickle the Python workers import), never by
+name: Spark's lookup of Python data sources by name imports every ``pyspark_*`` module on the path,
+the working directory included (``PythonSourceBridge.java``). The catalog
+(``streamcat.spark.StreamcatCatalog``) hands it each table's coordinates, so SQL users never name it;
+it can also be used directly (``format("streamcat")`` loads the shim's ``streamcat.DefaultSource``)::
 
     spark.read.format("streamcat").option("uri", url).option("scope", "sales").option("table", "orders").load()
 
 Reads return every row under the table's current schema, from columnar chunks (Parquet,
 written by Spark) and event chunks (written by producers in the registry's wire format).
-Writes produce columnar chunks and commit them atomically. Kept light at import: Spark
-imports every ``pyspark_*`` module when it looks for data sources.
+Writes produce columnar chunks and commit them atomically. Kept light at import: every Python
+worker that runs it imports it.
 """
 
 from __future__ import annotations
@@ -45,17 +45,20 @@ class DefaultSource(DataSource):
         from pyspark.sql.types import StructType
 
         from .options import SourceOptions
+        from .reader import refusals_in_one_line
 
-        options = SourceOptions.parse(self.options)
-        table = options.catalog_client().get_table(options.scope, options.stream)
+        with refusals_in_one_line("the streamcat data source"):
+            options = SourceOptions.parse(self.options)
+            table = options.catalog_client().get_table(options.scope, options.stream)
         return StructType.fromJson(table["schema"])
 
     def reader(self, schema: StructType) -> DataSourceReader:
         """A batch reader of ``schema`` (the table's columns the query needs)."""
         from .options import SourceOptions
-        from .reader import BatchReader
+        from .reader import BatchReader, refusals_in_one_line
 
-        return BatchReader(SourceOptions.parse(self.options).resolved(), schema)
+        with refusals_in_one_line("the streamcat data source"):
+            return BatchReader(SourceOptions.parse(self.options).resolved(), schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         """A streaming reader: micro-batches of whole commits."""
@@ -81,6 +84,6 @@ class DefaultSource(DataSource):
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         """A streaming writer (``overwrite`` in complete output mode)."""
         from .options import SourceOptions
-        from .writer import StreamWriter
+        from .writer import StreamingWriter
 
-        return StreamWriter(SourceOptions.parse(self.options).resolved(), schema, overwrite)
+        return StreamingWriter(SourceOptions.parse(self.options).resolved(), schema, overwrite)

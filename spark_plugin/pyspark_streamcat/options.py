@@ -27,8 +27,59 @@ if TYPE_CHECKING:
 DEFAULT_ROWS_PER_CHUNK = 1_000_000
 #: Rows a read task aims for when it groups small chunks into one partition.
 DEFAULT_ROWS_PER_PARTITION = 1_000_000
+
+
+class OptionKeys:
+    """The option keys the catalog shim and the data source exchange (Spark lower-cases them), each spelled
+    once per language: ``spark_plugin/java/streamcat/spark/OptionKeys.java`` holds the same names and values
+    (tests/architecture/test_option_keys.py checks it)."""
+
+    #: where the table is: the server, its scope and stream (``table`` for users of the source by name)
+    URI = "uri"
+    SCOPE = "scope"
+    STREAM = "stream"
+    TABLE = "table"
+    LOCATION = "location"
+    FORMAT = "format"
+    #: the schema version Spark planned with
+    SCHEMA_TYPE = "streamcat.schema.type"
+    SCHEMA_VERSION = "streamcat.schema.version"
+    SCHEMA_ID = "streamcat.schema.id"
+    #: the point of the table's history a scan reads: a commit number, or a time (ms since the epoch)
+    CUT = "streamcat.cut"
+    VERSION_AS_OF = "versionasof"
+    AS_OF_TIME = "streamcat.asoftime"
+    #: pushed filters (JSON) and the streaming query a scan or write belongs to
+    FILTERS = "streamcat.filters"
+    QUERY_ID = "streamcat.queryid"
+    #: streaming reads: where to start and how much per trigger
+    STARTING_COMMIT = "startingcommit"
+    MAX_COMMITS_PER_TRIGGER = "maxcommitspertrigger"
+    MAX_ROWS_PER_TRIGGER = "maxrowspertrigger"
+    #: how work is split: rows per written chunk, rows per read partition
+    ROWS_PER_CHUNK = "rowsperchunk"
+    ROWS_PER_PARTITION = "rowsperpartition"
+    #: a row-level write (DELETE/UPDATE/MERGE) and the cut its scan read
+    ROW_LEVEL = "streamcat.rowlevel"
+    READ_CUT = "streamcat.readcut"
+    #: a compaction written by Spark: the base cut whose merged rows it holds
+    COMPACT_BASE = "streamcat.compact.base"
+    #: a batch write's commit: its properties (this prefix, then the property) and the commit it expects last
+    COMMIT_PROPERTY = "streamcat.commit.property."
+    EXPECTED_LAST_COMMIT = "streamcat.expectedlastcommit"
+    #: a change-feed scan: the range (``from``, ``to`` and whether each end is included) under this prefix
+    CHANGES = "streamcat.changes."
+    CHANGES_FROM = "streamcat.changes.from"
+    CHANGES_FROM_INCLUSIVE = "streamcat.changes.frominclusive"
+    CHANGES_TO = "streamcat.changes.to"
+    CHANGES_TO_INCLUSIVE = "streamcat.changes.toinclusive"
+    #: the shim's own switches (table options the catalog sets): the native Parquet scan and write
+    NATIVE_SCAN = "streamcat.nativescan"
+    NATIVE_WRITE = "streamcat.nativewrite"
+
+
 #: Options with this prefix become properties of a batch write's commit (the rest of the key).
-COMMIT_PROPERTY = "streamcat.commit.property."
+COMMIT_PROPERTY = OptionKeys.COMMIT_PROPERTY
 #: The statements a row-level write (``streamcat.rowlevel``) can come from.
 ROW_LEVEL_OPERATIONS = ("delete", "update", "merge")
 
@@ -79,7 +130,7 @@ class SourceOptions:
     #: materialized table's refresh records its source cuts and is fenced against a later refresher
     commit_properties: dict[str, str] = field(default_factory=dict)
     expected_last_commit: int | None = None
-    #: a change-feed scan (B1, reading.py parses them): the raw ``streamcat.changes.*`` options
+    #: a change-feed scan (reader.py parses them): the raw ``streamcat.changes.*`` options
     changes: dict[str, str] = field(default_factory=dict)
     #: what the clients present to the server (the catalog passes its own: ``token`` or ``user`` and
     #: ``password``, ``ca-bundle``, ``client-cert``, ``client-key``); not shown by repr
@@ -105,58 +156,59 @@ class SourceOptions:
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         """From Spark's (lower-cased) options."""
         opts = {str(k).lower(): str(v) for k, v in options.items()}
-        missing = [k for k in ("uri", "scope") if not opts.get(k)]
-        stream = opts.get("stream") or opts.get("table")
+        missing = [k for k in (OptionKeys.URI, OptionKeys.SCOPE) if not opts.get(k)]
+        stream = opts.get(OptionKeys.STREAM) or opts.get(OptionKeys.TABLE)
         if not stream:
-            missing.append("table")
+            missing.append(OptionKeys.TABLE)
         if missing:
             raise OptionError(f"the streamcat data source needs the option(s) {', '.join(missing)}")
         version = None
-        if opts.get("streamcat.schema.version") and opts.get("streamcat.schema.id"):
-            version = VersionInfo(TypeName(opts.get("streamcat.schema.type", "")),
-                                  Version(int(opts["streamcat.schema.version"])),
-                                  SchemaId(int(opts["streamcat.schema.id"])))
-        cut = _int(opts, "streamcat.cut")
+        if opts.get(OptionKeys.SCHEMA_VERSION) and opts.get(OptionKeys.SCHEMA_ID):
+            version = VersionInfo(TypeName(opts.get(OptionKeys.SCHEMA_TYPE, "")),
+                                  Version(int(opts[OptionKeys.SCHEMA_VERSION])),
+                                  SchemaId(int(opts[OptionKeys.SCHEMA_ID])))
+        cut = _int(opts, OptionKeys.CUT)
         if cut is None:
-            cut = _int(opts, "versionasof")
+            cut = _int(opts, OptionKeys.VERSION_AS_OF)
         try:
-            filters = json.loads(opts.get("streamcat.filters") or "[]")
+            filters = json.loads(opts.get(OptionKeys.FILTERS) or "[]")
         except ValueError:
-            raise OptionError("option streamcat.filters is not JSON") from None
+            raise OptionError(f"option {OptionKeys.FILTERS} is not JSON") from None
         try:
             credentials = Credentials.from_options(opts)
         except ValueError as e:
             raise OptionError(str(e)) from None
-        row_level = (opts.get("streamcat.rowlevel") or "").strip().lower() or None
+        row_level = (opts.get(OptionKeys.ROW_LEVEL) or "").strip().lower() or None
         if row_level is not None and row_level not in ROW_LEVEL_OPERATIONS:
-            raise OptionError(f"option streamcat.rowlevel must be one of {', '.join(ROW_LEVEL_OPERATIONS)}, "
+            raise OptionError(f"option {OptionKeys.ROW_LEVEL} must be one of {', '.join(ROW_LEVEL_OPERATIONS)}, "
                               f"not {row_level!r}")
-        starting = (opts.get("startingcommit") or "earliest").strip().lower()
+        starting = (opts.get(OptionKeys.STARTING_COMMIT) or "earliest").strip().lower()
         if starting not in ("earliest", "latest"):
-            _int(opts, "startingcommit", minimum=1)
+            _int(opts, OptionKeys.STARTING_COMMIT, minimum=1)
         return cls(
-            uri=opts["uri"],
-            scope=opts["scope"],
+            uri=opts[OptionKeys.URI],
+            scope=opts[OptionKeys.SCOPE],
             stream=str(stream),
-            location=opts.get("location") or None,
-            format=opts.get("format") or None,
+            location=opts.get(OptionKeys.LOCATION) or None,
+            format=opts.get(OptionKeys.FORMAT) or None,
             schema_version=version,
             cut=cut,
-            as_of_time=_int(opts, "streamcat.asoftime"),
+            as_of_time=_int(opts, OptionKeys.AS_OF_TIME),
             filters=list(filters),
-            query_id=opts.get("streamcat.queryid") or None,
-            max_commits_per_trigger=_int(opts, "maxcommitspertrigger", minimum=1),
-            max_rows_per_trigger=_int(opts, "maxrowspertrigger", minimum=1),
+            query_id=opts.get(OptionKeys.QUERY_ID) or None,
+            max_commits_per_trigger=_int(opts, OptionKeys.MAX_COMMITS_PER_TRIGGER, minimum=1),
+            max_rows_per_trigger=_int(opts, OptionKeys.MAX_ROWS_PER_TRIGGER, minimum=1),
             starting_commit=starting,
-            rows_per_chunk=_int(opts, "rowsperchunk", DEFAULT_ROWS_PER_CHUNK, minimum=1) or DEFAULT_ROWS_PER_CHUNK,
-            rows_per_partition=(_int(opts, "rowsperpartition", DEFAULT_ROWS_PER_PARTITION, minimum=1)
+            rows_per_chunk=(_int(opts, OptionKeys.ROWS_PER_CHUNK, DEFAULT_ROWS_PER_CHUNK, minimum=1)
+                            or DEFAULT_ROWS_PER_CHUNK),
+            rows_per_partition=(_int(opts, OptionKeys.ROWS_PER_PARTITION, DEFAULT_ROWS_PER_PARTITION, minimum=1)
                                 or DEFAULT_ROWS_PER_PARTITION),
             row_level=row_level,
-            read_cut=_int(opts, "streamcat.readcut"),
-            compact_base=_int(opts, "streamcat.compact.base"),
+            read_cut=_int(opts, OptionKeys.READ_CUT),
+            compact_base=_int(opts, OptionKeys.COMPACT_BASE),
             commit_properties={k[len(COMMIT_PROPERTY):]: v for k, v in opts.items() if k.startswith(COMMIT_PROPERTY)},
-            expected_last_commit=_int(opts, "streamcat.expectedlastcommit"),
-            changes={k: v for k, v in opts.items() if k.startswith("streamcat.changes.")},
+            expected_last_commit=_int(opts, OptionKeys.EXPECTED_LAST_COMMIT),
+            changes={k: v for k, v in opts.items() if k.startswith(OptionKeys.CHANGES)},
             credentials=credentials,
         )
 

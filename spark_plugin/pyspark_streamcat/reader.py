@@ -6,7 +6,7 @@ out before any file is opened; the reads the plan does not cover (micro-batches 
 feeds) prune on the driver with the same rules (``catalog_api.partitioning.pruning``).
 
 Tables that change (docs/changelog-tables.md): a batch read of a primary-key table is its merged
-state (read tasks by key range, :class:`reading.MergePartition`; a table that is one compaction's
+state (read tasks by key range, :class:`scan_planning.MergePartition`; a table that is one compaction's
 output is read straight through), an append table's read applies its position deletes. With the
 options ``streamcat.changes.from`` (a commit number, or ``ts:<epoch micros>``),
 ``streamcat.changes.frominclusive``, ``streamcat.changes.to`` and ``streamcat.changes.toinclusive``
@@ -15,7 +15,9 @@ a scan reads the change feed instead, batch or streaming (offsets are commit num
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -34,10 +36,10 @@ from pyspark.sql.types import StructType
 from catalog_api.model import Chunk
 from catalog_api.partitioning.spec import PartitionSpec, SpecId
 from catalog_api.streams.merge import TableLayout, needs_merge
+from registry.errors import StreamcatError
 
-from .options import OptionError, SourceOptions
-from .reading import (
-    ChunkReader,
+from .options import OptionError, OptionKeys, SourceOptions
+from .scan_planning import (
     FeedPartition,
     KeyRange,
     key_ranges,
@@ -45,12 +47,31 @@ from .reading import (
     plan_partitions,
     prune,
 )
+from .task_reading import ChunkReader
 
-#: The options of a change-feed scan.
-CHANGES_FROM = "streamcat.changes.from"
-CHANGES_FROM_INCLUSIVE = "streamcat.changes.frominclusive"
-CHANGES_TO = "streamcat.changes.to"
-CHANGES_TO_INCLUSIVE = "streamcat.changes.toinclusive"
+
+class Refused(ValueError):
+    """A read Streamcat refuses (a bad option, a refusal of the catalog), said in one line."""
+
+
+@contextmanager
+def refusals_in_one_line(what: str) -> Iterator[None]:
+    """Errors of the user's making raised inside (an option the source cannot use, a 4xx refusal of the
+    catalog) reach Spark as one line naming ``what`` (the table), without a Python traceback.
+
+    Spark plans a Python source's read in a Python process of its own on the driver and shows the
+    traceback that process sends back, unless ``SPARK_HIDE_TRACEBACK`` is set in it; Spark's setting for
+    that (``spark.sql.execution.pyspark.udf.hideTraceback.enabled``) would hide the tracebacks of the
+    user's own UDFs too, so the variable is set here, in that planning process only, for this error only
+    (docs/decisions.md, "Refusals in one line"). Anything else (a bug) keeps its traceback.
+    """
+    try:
+        yield
+    except (OptionError, StreamcatError) as e:
+        if isinstance(e, StreamcatError) and not 400 <= e.status < 500:
+            raise
+        os.environ["SPARK_HIDE_TRACEBACK"] = "1"
+        raise Refused(f"{what}: {e}") from None
 
 
 def _catalog(options: SourceOptions) -> Any:
@@ -119,11 +140,12 @@ def _bound(options: SourceOptions, raw: str, inclusive: bool, lower: bool) -> in
 def feed_range(options: SourceOptions) -> tuple[int, int | None]:
     """(after, to) of a change-feed scan: the commits in (after, to] (to None: up to the latest)."""
     changes = options.changes
-    after = _bound(options, changes[CHANGES_FROM], _flag(changes.get(CHANGES_FROM_INCLUSIVE), True), lower=True)
-    raw_to = changes.get(CHANGES_TO)
+    from_inclusive = _flag(changes.get(OptionKeys.CHANGES_FROM_INCLUSIVE), True)
+    after = _bound(options, changes[OptionKeys.CHANGES_FROM], from_inclusive, lower=True)
+    raw_to = changes.get(OptionKeys.CHANGES_TO)
     if raw_to is None or not raw_to.strip():
         return after, None
-    return after, _bound(options, raw_to, _flag(changes.get(CHANGES_TO_INCLUSIVE), True), lower=False)
+    return after, _bound(options, raw_to, _flag(changes.get(OptionKeys.CHANGES_TO_INCLUSIVE), True), lower=False)
 
 
 def plan_feed(options: SourceOptions, info: TableInfo, after: int, to: int | None) -> list[FeedPartition]:
@@ -177,9 +199,13 @@ class BatchReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         """The read tasks of the snapshot (or of the change feed)."""
+        with refusals_in_one_line(f"reading streamcat table {self.options.scope}.{self.options.stream}"):
+            return self._partitions()
+
+    def _partitions(self) -> Sequence[InputPartition]:
         options = self.options
         info = TableInfo(options)
-        if CHANGES_FROM in options.changes:
+        if OptionKeys.CHANGES_FROM in options.changes:
             return plan_feed(options, info, *feed_range(options))
         chunks = _catalog(options).plan_chunks(options.scope, options.stream, cut=options.cut,
                                                as_of_time=options.as_of_time, filters=options.filters).chunks
@@ -257,7 +283,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict[str, Any]:
         """Where a new query starts."""
-        if CHANGES_FROM in self.options.changes:
+        if OptionKeys.CHANGES_FROM in self.options.changes:
             return {"commit": feed_range(self.options)[0]}
         starting = self.options.starting_commit
         if starting == "earliest":
@@ -284,7 +310,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         commits = _catalog(self.options).commits(self.options.scope, self.options.stream, after=position)
         if self._available_now is not None:
             commits = [c for c in commits if int(c["number"]) <= self._available_now]
-        if CHANGES_FROM in self.options.changes:
+        if OptionKeys.CHANGES_FROM in self.options.changes:
             to = feed_range(self.options)[1]
             if to is not None:  # a bounded change feed ends there
                 commits = [c for c in commits if int(c["number"]) <= to]
@@ -297,7 +323,7 @@ class StreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last <= first:
             return []
         options = self.options
-        if CHANGES_FROM in options.changes:
+        if OptionKeys.CHANGES_FROM in options.changes:
             _after, to = feed_range(options)
             if to is not None:
                 last = min(last, to)

@@ -3,10 +3,12 @@
 Each write task turns its Arrow batches into Parquet chunk files (a new file every
 ``rowsPerChunk`` rows) tagged with the encoding id of the schema version Spark planned
 with, and reports the chunks in its commit message. The driver then posts ONE catalog
-commit with every task's chunks: a batch write is atomic, and a failed one deletes its
+commit with every task's chunks: a batch write is atomic, and a refused one deletes its
 files. A streaming write commits each micro-batch with writer id = the query's id and
 sequence = the batch id, so a batch re-run after a restart is acknowledged as a duplicate
-and changes nothing (its new files are deleted): exactly once.
+and changes nothing (its new files are deleted): exactly once. A commit whose answer is lost
+is resolved from the catalog by its writer id and sequence (``catalog_api.streams.committing``):
+made, the write succeeds; in doubt, its files stay (``_FilesAtStake``).
 
 Row-level statements (DELETE, UPDATE, MERGE; option ``streamcat.rowlevel``) reach
 :class:`RowLevelWriter` as rows of the change schema the catalog shim builds: ``_op`` (0 insert,
@@ -40,8 +42,9 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from catalog_api.model import Chunk
+from catalog_api.model import Chunk, CommitOptions
 from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec
+from catalog_api.streams.contracts import TableContract
 
 from .arrow import conform_batch, spark_arrow_schema
 from .options import OptionError, SourceOptions
@@ -77,15 +80,20 @@ def _chunks(messages: Sequence[WriterCommitMessage | None]) -> list[Chunk]:
 
 
 def _delete(options: SourceOptions, chunks: Sequence[Chunk]) -> None:
+    _delete_paths(options, [c.path for c in chunks])
+
+
+def _delete_paths(options: SourceOptions, paths: Sequence[str]) -> None:
     from catalog_api.streams.conflicts import delete_quietly
 
-    if chunks:
-        delete_quietly(options.location, [c.path for c in chunks])
+    if paths:
+        delete_quietly(options.location, list(paths))
 
 
 class _FilesAtStake:
-    """A driver commit whose files are deleted if it fails, but kept if it may have been made (the answer
-    to the commit was lost: the files may be the table's now, and gc removes them if they are not)."""
+    """A driver commit whose files are deleted if it fails, but kept if it may have been made (its answer
+    was lost and the catalog could not tell: the files may be the table's now, and gc removes them if
+    they are not). Lost answers are resolved by ``catalog_api.streams.committing``, as for every writer."""
 
     in_doubt = False
 
@@ -93,7 +101,7 @@ class _FilesAtStake:
         """A context around the commit of ``chunks`` that cleans up after a failure."""
         from contextlib import contextmanager
 
-        from catalog_api.streams.conflicts import CommitInDoubt
+        from catalog_api.streams.committing import CommitInDoubt
 
         @contextmanager
         def guard() -> Iterator[None]:
@@ -107,6 +115,17 @@ class _FilesAtStake:
                 raise
 
         return guard()
+
+    def commit_once(self, options: SourceOptions, chunks: Sequence[Chunk], commit: CommitOptions) -> dict[str, Any]:
+        """Commit ``chunks`` (``commit`` names the writer id and sequence), resolving a lost answer from the
+        catalog; the files of a refused commit are deleted, and those of a repeat of an earlier commit of
+        the same writer id and sequence that the stream does not hold. Returns the Commit answer."""
+        from catalog_api.streams.committing import commit_resolved
+
+        with self.committing(options, chunks):
+            made = commit_resolved(_catalog(options), options.scope, options.stream, chunks, commit)
+        _delete_paths(options, made.stale)
+        return made.answer
 
     def discard(self, options: SourceOptions, chunks: Sequence[Chunk]) -> None:
         """The write failed: delete its tasks' files, unless its commit may have been made."""
@@ -245,7 +264,7 @@ class ChunkSink:
         return stats.columnar(path, partition=partition)
 
 
-class BatchWriter(DataSourceArrowWriter):
+class BatchWriter(_FilesAtStake, DataSourceArrowWriter):
     """INSERT INTO / INSERT OVERWRITE / CTAS / ``df.writeTo``: one atomic commit per write.
 
     Created on the driver, where it resolves the encoding id once for every task.
@@ -269,16 +288,16 @@ class BatchWriter(DataSourceArrowWriter):
         if not chunks and not self.overwrite:
             return  # nothing was written: an empty INSERT leaves the table as it is
         properties = {**self.options.commit_properties, "spark.queryId": self.options.query_id or ""}
-        _catalog(self.options).commit(self.options.scope, self.options.stream, chunks, overwrite=self.overwrite,
-                                      writer_id=self.writer_id, writer_sequence=0, properties=properties,
-                                      expected_last_commit=self.options.expected_last_commit)
+        self.commit_once(self.options, chunks, CommitOptions(
+            overwrite=self.overwrite, writer_id=self.writer_id, writer_sequence=0, properties=properties,
+            expected_last_commit=self.options.expected_last_commit))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        """The write failed: delete the files its tasks wrote."""
-        _delete(self.options, _chunks(messages))
+        """The write failed: delete the files its tasks wrote (unless its commit may have been made)."""
+        self.discard(self.options, _chunks(messages))
 
 
-class StreamWriter(DataSourceStreamArrowWriter):
+class StreamingWriter(_FilesAtStake, DataSourceStreamArrowWriter):
     """A streaming sink: each micro-batch is one commit, exactly once across restarts."""
 
     def __init__(self, options: SourceOptions, schema: StructType, overwrite: bool) -> None:
@@ -290,25 +309,30 @@ class StreamWriter(DataSourceStreamArrowWriter):
         # writes meanwhile carry the older spec, which stays valid).
         self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options))
         self.writer_id = f"spark-stream-{options.query_id}"
+        # Spark 4.3 checks a table's CHECK constraints on batch writes only: a stream's rows are checked here
+        # (catalog_api/streams/contracts.py), as the Python writers check theirs.
+        self.checks = _catalog(options).get_table(options.scope, options.stream).get("checks") or []
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> ChunksWritten:
         """One task of a micro-batch."""
+        if self.checks:
+            contract = TableContract(f"{self.options.scope}.{self.options.stream}", self.checks)
+            iterator = (contract.checked(batch) for batch in iterator)
         return self.sink.write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """Commit the micro-batch as (query id, batch id); a repeat is acknowledged and its files removed."""
+        """Commit the micro-batch as (query id, batch id); a repeat of a batch committed before (a restart) is
+        acknowledged and its new files removed."""
         chunks = _chunks(messages)
         if not chunks and not self.overwrite:
             return
-        answer = _catalog(self.options).commit(
-            self.options.scope, self.options.stream, chunks, overwrite=self.overwrite, writer_id=self.writer_id,
-            writer_sequence=int(batchId), properties={"spark.batchId": str(batchId)})
-        if answer.get("duplicate"):
-            _delete(self.options, chunks)
+        self.commit_once(self.options, chunks, CommitOptions(
+            overwrite=self.overwrite, writer_id=self.writer_id, writer_sequence=int(batchId),
+            properties={"spark.batchId": str(batchId)}))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        """The micro-batch failed: delete its files."""
-        _delete(self.options, _chunks(messages))
+        """The micro-batch failed: delete its files (unless its commit may have been made)."""
+        self.discard(self.options, _chunks(messages))
 
 
 # -- row-level writes ------------------------------------------------------------------------------
@@ -458,7 +482,7 @@ class RowLevelSink:
         return f"{DATA_DIR}/{uuid.uuid4().hex}{suffix}.parquet"
 
     def _rows_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any]) -> Chunk:
-        from catalog_api.streams.changes import write_change_chunk
+        from catalog_api.streams.row_kinds import write_change_chunk
 
         path = self._path()
         stats = write_change_chunk(self.options.table_location, path, pa.Table.from_batches(batches, self.target),
@@ -466,8 +490,8 @@ class RowLevelSink:
         return stats.columnar(path, partition=partition)
 
     def _key_deletes_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any]) -> Chunk:
-        from catalog_api.streams.changes import DELETE as DELETE_ROW
-        from catalog_api.streams.changes import write_change_chunk
+        from catalog_api.streams.row_kinds import DELETE as DELETE_ROW
+        from catalog_api.streams.row_kinds import write_change_chunk
 
         path = self._path()
         table = pa.Table.from_batches(batches, self.target)
@@ -476,7 +500,7 @@ class RowLevelSink:
         return stats.columnar(path, partition=partition)
 
     def _position_deletes(self, paths: pa.Array, positions: pa.Array) -> Chunk:
-        from catalog_api.streams.changes import write_position_deletes
+        from catalog_api.streams.row_kinds import write_position_deletes
 
         return write_position_deletes(self.options.table_location, self._path(".deletes"), paths, positions)
 
@@ -546,7 +570,7 @@ class RowLevelWriter(_FilesAtStake, DataSourceArrowWriter):
         self.discard(self.options, _all_chunks(messages))
 
 
-class CompactionWriter(_FilesAtStake, BatchWriter):
+class CompactionWriter(BatchWriter):
     """A compaction run by Spark (``streamcat.compact.base`` = m): the rows written are the merged
     table at cut m, sorted by key; they replace every chunk visible at m in one ``compaction`` commit.
 

@@ -23,6 +23,8 @@ PACKAGES = {
     "pyspark_streamcat": ROOT / "spark_plugin" / "pyspark_streamcat",
 }
 SERVER_LAYER = "catalog_api.server"
+#: The web UI: a client of the registry's and the catalog's services, as the REST views are.
+UI_LAYER = "catalog_api.ui"
 SERVER_LIBRARIES = ("flask", "werkzeug", "sqlalchemy", "alembic", "gunicorn", "psycopg", "prometheus_client")
 #: The client side: what producers, consumers and Spark executors import.
 CLIENT_MODULES = (
@@ -154,6 +156,7 @@ def test_catalog_reaches_the_registry_only_through_its_service_interface() -> No
         for module in modules()
         if _within(module, "catalog_api")
         and not _within(module, SERVER_LAYER)
+        and not _within(module, UI_LAYER)
         and module not in ("catalog_api.orm", "catalog_api.views.orm", "catalog_api.materialized.orm")
         for target in imports_of(module)
         if any(_within(target, b) for b in banned)
@@ -163,6 +166,20 @@ def test_catalog_reaches_the_registry_only_through_its_service_interface() -> No
             and target == "registry.db"
         )
     ]
+    assert offenders == []
+
+
+def test_the_ui_reads_services_never_stores() -> None:
+    # The UI is one more client of the services: no rows, stores or database sessions, and no shell.
+    banned = ("registry.store", "registry.db", "catalog_api.store", "catalog_api.sql", "sqlalchemy", SERVER_LAYER)
+    offenders = [
+        f"{module} imports {target}"
+        for module in modules()
+        if _within(module, UI_LAYER)
+        for target in imports_of(module)
+        if any(_within(target, b) for b in banned) or target.endswith((".orm", ".store"))
+    ]
+    assert any(_within(m, UI_LAYER) for m in modules()), "the UI exists"
     assert offenders == []
 
 

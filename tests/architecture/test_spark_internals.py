@@ -1,4 +1,4 @@
-"""Spark's internal classes are used by the shim's two internal-API classes only (docs/decisions.md,
+"""Spark's internal classes are used by the shim's internal-API classes only (docs/decisions.md,
 "A second class may use Spark internals"), so that a Spark upgrade breaks code in known places.
 
 Read from the Java sources' import statements: what Spark documents as the connector API (the
@@ -13,8 +13,9 @@ import re
 from pathlib import Path
 
 JAVA = Path(__file__).resolve().parents[2] / "spark_plugin" / "java" / "streamcat" / "spark"
-#: The classes allowed to use internals: the data source and file-format plumbing, and plan analysis.
-INTERNAL_API_CLASSES = {"PythonSourceBridge", "IncrementalRefresh"}
+#: The classes allowed to use internals: the data source and file-format plumbing, plan analysis, and the
+#: parser that reads the materialized-table statements.
+INTERNAL_API_CLASSES = {"PythonSourceBridge", "IncrementalRefresh", "StreamcatSqlExtensions"}
 _IMPORT = re.compile(r"^import\s+(org\.apache\.spark\.sql\.(?:catalyst|execution)\.[\w.]+);", re.MULTILINE)
 #: Catalyst classes the connector API itself hands to or expects from a catalog.
 _PUBLIC = re.compile(

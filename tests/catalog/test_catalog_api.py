@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 import pytest
 import requests
 
+from catalog_api.api import models as catalog_wire
 from catalog_api.client import CatalogClient
 from catalog_api.errors import ScopeNotEmpty, ScopeNotFound, StreamNotFound, StreamSealed, TableNotFound
 from catalog_api.model import Chunk
@@ -401,3 +403,42 @@ def test_a_tables_group_is_deleted_by_dropping_the_table(
     catalog.drop_table(scope, "orders")
     with pytest.raises(GroupNotFound):
         client.get_group("orders")
+
+
+@pytest.mark.parametrize(
+    ("schema", "partitioning", "says"),
+    [
+        ({"type": "struct", "fields": [col("id", "long"), "id"]}, None,
+         r"at \$\.schema\.fields\[1\]: Input should be a valid dictionary"),
+        (struct({"type": "long", "nullable": True}), None, r"at \$\.schema\.fields\[0\]\.name: Field required"),
+        (struct(col("id", {"type": "array", "elementType": 7, "containsNull": True})), None,
+         r"at \$\.schema\.fields\[0\]\.type\.elementType: a Spark type is a name"),
+        (struct(col("id", "long"), col("n", "decimal(40,2)")), None,
+         r"at \$\.schema\.fields\[1\]\.type: decimal precision must be between 1 and 38"),
+        (struct(col("id", "long"), col("id", "string")), None, r"at \$\.schema: duplicate field name 'id'"),
+        # the case the fuzzer found answering 500: a malformed schema and a partitioning
+        (struct({"type": {"type": "struct"}, "nullable": True, "metadata": {}}), "bucket(4, a)", r"\$\.schema\.fields"),
+        (struct(col("id", "long")), "days(ts)", "no column ts in the table"),
+    ],
+)
+def test_a_malformed_table_schema_is_a_400_naming_the_field(
+    server_url: str, catalog: CatalogClient, scope: str, schema: dict[str, Any], partitioning: str | None, says: str
+) -> None:
+    body = {"tableName": "t", "schema": schema, "partitioning": partitioning}
+    response = requests.post(f"{server_url}/v1/scopes/{scope}/tables", json=body)
+    assert response.status_code == 400, response.text
+    assert re.search(says, response.json()["error"]["message"]), response.text
+    assert catalog.list_streams(scope) == [], "nothing is left behind"
+
+
+def test_the_client_takes_the_wire_models_of_table_changes(catalog: CatalogClient, scope: str) -> None:
+    catalog.create_table(scope, "orders", ORDERS)
+    table = catalog.alter_table(scope, "orders", [
+        catalog_wire.AddColumn(op="addColumn", path=["note"], type="string", comment="free text"),
+        {"op": "renameColumn", "path": ["item"], "newName": "product"},
+        catalog_wire.SetComment(op="setComment", comment="renamed"),
+    ])
+    assert [f["name"] for f in table["schema"]["fields"]] == ["id", "product", "price", "note"]
+    assert (table["schema"]["fields"][3]["metadata"]["comment"], table["comment"]) == ("free text", "renamed")
+    with pytest.raises(BadRequest, match=r"at \$\.changes\[0\]\.type: unknown type 'text'"):
+        catalog.alter_table(scope, "orders", [{"op": "addColumn", "path": ["x"], "type": "text"}])

@@ -5,8 +5,13 @@ refresher's lease and its reports, and the refusal of commits that are not a ref
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +19,12 @@ import requests
 
 from catalog_api.client import CatalogClient
 from catalog_api.materialized.model import backoff_ms, effective_mode, parse_freshness
-from catalog_api.materialized.refresher import is_due, pass_interval
+from catalog_api.materialized.refresher import is_due, next_refresh, pass_interval, plan_line
 from catalog_api.materialized.wire import MaterializedTable, MaterializedTableList
+from catalog_api.server.config import Settings
 from registry.errors import Conflict
+from tests.support.auth import auth_server
+from tests.support.net import free_port
 
 ORDERS = {
     "type": "struct",
@@ -109,6 +117,67 @@ def test_refresher_schedule() -> None:
     assert pass_interval([table, {**table, "effectiveRefreshMode": "continuous"}], 5.0) == 1.0
     assert pass_interval([{**table, "effectiveRefreshMode": "continuous", "freshnessMs": 500}], 5.0) == 0.2
     assert pass_interval([{**table, "effectiveRefreshMode": "continuous", "status": "suspended"}], 5.0) == 5.0
+
+
+def test_refresher_says_when_each_table_is_refreshed_and_why() -> None:
+    now = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+    table = {"scopeName": "shop", "tableName": "revenue", "status": "activated", "behind": True, "refreshCommit": 3,
+             "lagMs": 1_000, "freshnessMs": 3_600_000, "refreshMode": "auto", "effectiveRefreshMode": "full"}
+    # Full mode: once the lag reaches half the freshness, 30 minutes minus the second it lags already.
+    assert next_refresh(table, now, "r") == (now + 1_799_000, "lags 1.0 s; refreshed once that reaches 1800 s")
+    assert plan_line(table, now, "r") == ("shop.revenue: full (auto), freshness 3600 s, next refresh "
+                                          "2026-11-18T11:36:39Z (lags 1.0 s; refreshed once that reaches 1800 s)")
+    assert next_refresh({**table, "status": "failed"}, now, "r") == (now, "its last refresh failed")
+    assert next_refresh({**table, "behind": False}, now, "r") == (None, "up to date: refreshed when a source changes")
+    assert next_refresh({**table, "status": "suspended"}, now, "r")[0] is None
+    backoff = {**table, "status": "failed", "failures": 2, "nextAttemptAt": now + 10_000}
+    assert next_refresh(backoff, now, "r") == (now + 10_000, "waiting out the backoff after 2 failed refresh(es)")
+    leased = {**table, "leaseHolder": "other", "leaseExpiresAt": now + 60_000}
+    assert next_refresh(leased, now, "r") == (now + 60_000, "refresher other holds its lease")
+    assert next_refresh(leased, now, "other")[0] == now + 1_799_000
+    assert plan_line({**table, "refreshMode": "continuous", "effectiveRefreshMode": "continuous"}, now, "r") == (
+        "shop.revenue: continuous, freshness 3600 s, next refresh now (a source changed)")
+
+
+def refresher(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """``streamcat refresher ...`` in a process of its own, its output unbuffered."""
+    return subprocess.Popen([sys.executable, "-m", "catalog_api.server.cli", "refresher", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_refresher_refuses_in_one_line_before_spark_starts(spark_settings: Settings, tmp_path: Path) -> None:
+    """No server, or credentials the server refuses: one line and status 1, before any Spark start-up (which
+    takes many seconds and prints Spark's own lines)."""
+    nobody = f"http://127.0.0.1:{free_port()}"
+    with auth_server(spark_settings, auth=("basic",)) as guarded:
+        for uri, token, expected in ((nobody, "t", f"Error: cannot reach the Streamcat server at {nobody}: "),
+                                     (guarded, "wrong", f"Error: the Streamcat server at {guarded} refused the "
+                                                        "refresher's credentials: ")):
+            started = time.monotonic()
+            out, err = refresher("--once", "--uri", uri, "--token", token, cwd=tmp_path).communicate(timeout=60)
+            assert time.monotonic() - started < 15
+            assert out == ""
+            assert len(err.splitlines()) == 1, err
+            assert err.startswith(expected), err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_refresher_starts_with_a_line_per_table(api: Api, server_url: str, tmp_path: Path) -> None:
+    api.create("revenue", freshness="1 hour", mode="full")
+    api.create("hourly", freshness="10 seconds")
+    api.patch("hourly", {"action": "suspend"})
+    process = refresher("--uri", server_url, "--scope", api.scope, "--holder", "first", cwd=tmp_path)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline().strip() for _ in range(3)]
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+    assert lines == [f"refresher first: 2 materialized table(s) on {server_url}",
+                     f"{api.scope}.revenue: full, freshness 3600 s, next refresh now (never refreshed)",
+                     f"{api.scope}.hourly: continuous (auto), freshness 10 s, next refresh not scheduled "
+                     "(suspended until resume_materialized_table)"]
 
 
 def test_create_get_list(api: Api, catalog: CatalogClient) -> None:

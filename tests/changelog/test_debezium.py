@@ -17,13 +17,13 @@ from catalog_api.streams.debezium.decoder import (
     SourceMark,
     source_position,
 )
-from catalog_api.streams.writer import KeyedLayout
+from catalog_api.streams.merge import TableLayout
 from tests.changelog.helpers import ARROW, event, line, row
 
-KEYED = KeyedLayout(("id",))
+KEYED = TableLayout(("id",))
 
 
-def decode(events: list[Any], layout: KeyedLayout = KEYED, batch_size: int = 1000,
+def decode(events: list[Any], layout: TableLayout = KEYED, batch_size: int = 1000,
            mark: SourceMark | None = None, **options: Any) -> tuple[list[ChangeBatch], DebeziumDecoder]:
     decoder = DebeziumDecoder(ARROW, layout, batch_size=batch_size, mark=mark, **options)
     return list(decoder.batches(events)), decoder
@@ -103,7 +103,7 @@ def test_the_last_change_of_a_key_wins_within_a_batch_and_batches_split_by_size(
 
 
 def test_partial_update_merges_non_null_fields_and_keeps_a_delete_before_them() -> None:
-    layout = KeyedLayout(("id",), merge_engine="partial-update")
+    layout = TableLayout(("id",), merge_engine="partial-update")
     batches, _ = decode([line(e) for e in [
         event("c", None, row(1, name="a", qty=1), 100),
         event("u", row(1), row(1, qty=2), 110),
@@ -117,7 +117,7 @@ def test_partial_update_merges_non_null_fields_and_keeps_a_delete_before_them() 
 
 
 def test_a_sequence_field_keeps_every_change() -> None:
-    layout = KeyedLayout(("id",), sequence_field="qty")
+    layout = TableLayout(("id",), sequence_field="qty")
     batches, _ = decode([line(e) for e in [
         event("c", None, row(1, qty=1), 100), event("u", row(1), row(1, qty=2), 110), event("d", row(1), None, 120),
     ]], layout=layout)
@@ -127,7 +127,7 @@ def test_a_sequence_field_keeps_every_change() -> None:
 def test_composite_keys() -> None:
     schema = pa.schema([pa.field("a", pa.string(), nullable=False), pa.field("b", pa.int64(), nullable=False),
                         pa.field("v", pa.string())])
-    decoder = DebeziumDecoder(schema, KeyedLayout(("a", "b")))
+    decoder = DebeziumDecoder(schema, TableLayout(("a", "b")))
     batches = list(decoder.batches([line(e) for e in [
         event("c", None, {"a": "x", "b": 1, "v": "1"}, 100),
         event("c", None, {"a": "x", "b": 2, "v": "2"}, 110),

@@ -148,7 +148,7 @@ def test_decoding_workers_never_load_pandas(tmp_path: Any) -> None:
         import multiprocessing, sys
         from catalog_api.streams.debezium import parallel as debezium_parallel
         from catalog_api.streams.debezium.decoder import DebeziumDecoder
-        from catalog_api.streams.writer import KeyedLayout
+        from catalog_api.streams.merge import TableLayout
         from tests.changelog.helpers import ARROW
         from tests.changelog.test_debezium_parallel import mixed_history
 
@@ -156,7 +156,7 @@ def test_decoding_workers_never_load_pandas(tmp_path: Any) -> None:
             count, block = debezium_parallel._decode_task(data)
             return block is not None, "pandas" in sys.modules
 
-        decoder = DebeziumDecoder(ARROW, KeyedLayout(("id",)))
+        decoder = DebeziumDecoder(ARROW, TableLayout(("id",)))
         data = b"\\n".join(mixed_history(50, seed=1)) + b"\\n"
         with multiprocessing.get_context("fork").Pool(
                 1, initializer=debezium_parallel._start_worker, initargs=(decoder, None)) as pool:

@@ -20,11 +20,11 @@ from catalog_api.streams.debezium import parallel as debezium_parallel
 from catalog_api.streams.debezium.decoder import ChangeBatch, DebeziumDecoder, DebeziumError, SourceMark
 from catalog_api.streams.debezium.ingest import ingest
 from catalog_api.streams.debezium.parallel import ParallelDecoder
-from catalog_api.streams.writer import KeyedLayout
+from catalog_api.streams.merge import TableLayout
 from registry.client import RegistryClient
 from tests.changelog.helpers import ARROW, event, line, make_table, read_table, registry_fixture, row  # noqa: F401
 
-KEYED = KeyedLayout(("id",))
+KEYED = TableLayout(("id",))
 
 #: What a step of a generated history does (see ``history``).
 STEPS = ("create", "update", "move", "delete", "again", "older", "snapshot", "tombstone", "empty")

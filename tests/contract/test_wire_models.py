@@ -161,8 +161,10 @@ def test_catalog_shapes() -> None:
         "stream",
         "partitionSpec",
         "partitionSpecs",
+        "checks",
     ]
     assert answer["schema"] == {"type": "struct", "fields": []}
+    assert answer["checks"] == []
     assert answer["partitionSpec"] == {"specId": 0, "fields": [], "text": ""}
 
 

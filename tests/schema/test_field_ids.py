@@ -10,7 +10,6 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from catalog_api.changes import apply_column_changes
 from catalog_api.schema import UnsupportedType, to_schema, to_struct
 from catalog_api.schema.defaults import default_value
 from catalog_api.schema.fieldids import FIELD_ID, LAST_FIELD_ID, assign_field_ids, carry_field_ids
@@ -24,6 +23,7 @@ from catalog_api.schema.resolution import (
 from catalog_api.schema.spark import Decimal as DecimalType
 from catalog_api.schema.spark import Simple
 from registry.formats import get_format
+from tests.support.table_changes import apply_column_changes
 
 
 def col(name: str, type_: Any, nullable: bool = True, **metadata: Any) -> dict[str, Any]:

@@ -59,6 +59,7 @@ NEEDS = {
     "updateStreamState": "write on stream",
     "truncateStream": "admin on stream",
     "listCommits": "read on stream",
+    "findCommit": "read on stream",
     "commit": "write on stream",
     "listChunks": "read on stream",
     "planChunks": "read on stream",
@@ -87,16 +88,35 @@ NEEDS = {
     "alterMaterializedTable": "write on table",
     "acquireRefreshLease": "write on table",
     "recordRefresh": "write on table",
+    # the Iceberg REST catalog: namespaces are scopes and tables tables, needing what the catalog's own routes do
+    **dict.fromkeys(["icebergGetConfig", "icebergListNamespaces", "icebergRenameTable"], "read on * (listing)"),
+    "icebergCreateNamespace": "write on *",
+    "icebergLoadNamespace": "read on scope",
+    "icebergUpdateNamespaceProperties": "write on scope",
+    "icebergDropNamespace": "admin on scope",
+    "icebergListTables": "read on scope (listing)",
+    **dict.fromkeys(["icebergLoadTable", "icebergTableExists"], "read on table"),
+    "icebergCommitTable": "write on table",
+    "icebergCreateTable": "write on scope",
+    "icebergDropTable": "admin on table",
     # Confluent API: on the subject's group (a context's configuration: on its namespace); lists and
     # ids need read somewhere and show what the caller may read; the registry's config and mode: admins
     **dict.fromkeys(
         [
             "confluentLookUpSchema", "confluentListVersions", "confluentGetVersion", "confluentGetVersionSchema",
             "confluentReferencedBy", "confluentTestCompatibility", "confluentTestCompatibilityAll",
-            "confluentGetSubjectConfig", "confluentGetSubjectMode",
+            "confluentGetSubjectConfig", "confluentGetSubjectMode", "confluentLatestWithMetadata",
+            # the DEK registry: a subject's DEKs are its group's
+            "dekGetLatestDek", "dekListVersions", "dekGetDek",
         ],
         "read on group",
     ),
+    "dekCreateDek": "write on group",
+    **dict.fromkeys(["dekDeleteDeks", "dekDeleteDek", "dekUndeleteDeks", "dekUndeleteDek"], "admin on group"),
+    # KEKs name keys in a KMS and hold no data: readers see them, writers register them
+    **dict.fromkeys(["dekListKeks", "dekGetKek"], "read on * (listing)"),
+    "dekCreateKek": "write on * (listing)",
+    **dict.fromkeys(["dekUpdateKek", "dekDeleteKek", "dekUndeleteKek", "dekListSubjects"], "admin on *"),
     **dict.fromkeys(
         [
             "confluentListSubjects", "confluentListSchemas", "confluentSchemaTypes", "confluentGetSchemaById",

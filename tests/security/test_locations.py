@@ -1,5 +1,5 @@
-"""The server owns storage locations (DESIGN.md §6): a client cannot point a stream at a directory
-outside the warehouse and the allowed roots, and purge deletes only what the server created.
+"""The server owns storage locations (docs/decisions.md, "Storage locations"): a client cannot point a
+stream at a directory outside the warehouse and the allowed roots, and purge deletes only what the server created.
 
 Every attack is made over real HTTP against a server whose warehouse and allowed root are
 temporary directories, on both backends; a directory outside both holds sentinel files that must

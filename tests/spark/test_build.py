@@ -17,9 +17,13 @@ from spark_plugin import build
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
-def test_the_jar_is_compiled_once_and_then_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_jar_is_compiled_once_and_then_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capfd: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("STREAMCAT_CACHE_DIR", str(tmp_path / "cache"))
     jar = build.build()
+    said = capfd.readouterr()
+    assert said.out == "", "the flags $(streamcat spark-conf) captures stay clean"
+    assert said.err.startswith("streamcat: compiling the Spark catalog plugin with javac"), "the wait is explained"
     assert jar.parent == tmp_path / "cache"
     assert jar.name == f"streamcat-spark-{build.spark_version()}-{build.source_hash()}.jar"
     with zipfile.ZipFile(jar) as archive:
@@ -29,6 +33,7 @@ def test_the_jar_is_compiled_once_and_then_reused(tmp_path: Path, monkeypatch: p
     built = jar.stat().st_mtime_ns
     assert build.build() == jar
     assert jar.stat().st_mtime_ns == built
+    assert capfd.readouterr().err == "", "a cached jar is used silently"
     assert list((tmp_path / "cache").iterdir()) == [jar]  # no temporary build directory left
 
 

@@ -81,7 +81,7 @@ def test_insert_overwrite_replaces_and_time_travel_sees_the_past(spark: Any, spa
     assert rows(spark, f"SELECT count(*) FROM {table} VERSION AS OF 3") == [(2,)]
     overwrite = CatalogClient(spark_server).commits(scope, "t")[-1]
     assert overwrite["overwrite"] is True
-    with pytest.raises(Exception, match="VERSION AS OF takes a commit number"):
+    with pytest.raises(Exception, match=r"VERSION AS OF .abc. of .*: a version is a commit number"):
         spark.sql(f"SELECT * FROM {table} VERSION AS OF 'abc'").collect()
 
 

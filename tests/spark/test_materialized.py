@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -91,7 +92,8 @@ def test_full_mode(spark: Any, spark_server: str, scope: str, orders: str) -> No
     # Sources unchanged: neither a refresh nor the refresher writes anything.
     assert call(spark, "refresh_materialized_table", table=f"{scope}.revenue")["outcome"] == "unchanged"
     refresher = Refresher(spark, CatalogClient(spark_server), holder="idle")
-    assert [a for a in refresher.run_once() if a.table == f"{scope}.revenue"] == []
+    assert [a.line() for a in refresher.run_once() if a.table == f"{scope}.revenue"] == [
+        f"{scope}.revenue: skipped: up to date: refreshed when a source changes"]
     assert len(commits(spark_server, scope)) == 1
     assert state(spark_server, scope)["lagMs"] == 0
 
@@ -166,13 +168,14 @@ def test_lifecycle(spark: Any, spark_server: str, scope: str, orders: str) -> No
     refresher = Refresher(spark, CatalogClient(spark_server), holder="lifecycle")
 
     def mine() -> list[str]:
-        return [a.outcome for a in refresher.run_once() if a.table == table]
+        return [a.outcome if a.outcome != "skipped" else f"skipped: {a.detail}" for a in refresher.run_once()
+                if a.table == table]
 
     # Suspended: sources change, the table does not.
     assert call(spark, "suspend_materialized_table", table=table)["status"] == "suspended"
     spark.sql(f"INSERT INTO {orders} VALUES (4, 'pear', 5)")
     time.sleep(1.2)
-    assert mine() == []
+    assert mine() == ["skipped: suspended until resume_materialized_table"]
     with pytest.raises(Exception, match="suspended"):
         call(spark, "refresh_materialized_table", table=table)
     assert content(spark, scope) == [("apple", 5), ("pear", 1)]
@@ -180,7 +183,7 @@ def test_lifecycle(spark: Any, spark_server: str, scope: str, orders: str) -> No
     assert call(spark, "resume_materialized_table", table=table)["status"] == "activated"
     assert mine() == ["succeeded"]
     assert content(spark, scope) == [("apple", 5), ("pear", 6)]
-    assert mine() == []  # and nothing more while the sources stay as they are
+    assert mine() == ["skipped: up to date: refreshed when a source changes"]  # nothing more while sources rest
 
     # Freshness decides the mode of auto: continuous below the threshold (30 minutes), full from it.
     assert call(spark, "alter_materialized_table", table=table, freshness="1 hour",
@@ -208,6 +211,47 @@ def test_lifecycle(spark: Any, spark_server: str, scope: str, orders: str) -> No
     assert mine() == []
 
 
+def test_a_failed_refresh_is_recorded_and_retried_after_its_backoff(spark: Any, spark_server: str, scope: str,
+                                                                    orders: str, tmp_path: Path) -> None:
+    """A source loses a column the query reads (an analysis error in Spark): the refresher records the failure
+    on the table, gives up its lease at once, says so in one line and exits non-zero; the procedure's error
+    names the table and the cause in one line; the next attempt waits out the doubled backoff."""
+    table = f"{scope}.revenue"
+    call(spark, "create_materialized_table", table=table, query=revenue_query(scope), freshness="1 second",
+         refresh_mode="full")
+    spark.sql(f"ALTER TABLE {orders} DROP COLUMN item")
+    spark.sql(f"INSERT INTO {orders} VALUES (4, 2)")
+    before = commits(spark_server, scope)
+
+    done = subprocess.run([sys.executable, "-m", "catalog_api.server.cli", "refresher", "--once", "--master",
+                           "local[1]", "--uri", spark_server, "--scope", scope], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, check=False, env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    assert done.returncode == 1, done.stdout + done.stderr[-3000:]
+    [line] = done.stdout.splitlines()
+    assert line.startswith(f"{table}: failed: [UNRESOLVED_COLUMN"), line
+    assert "`item`" in line
+    assert "Traceback" not in done.stderr
+    assert not [t for t in done.stderr.splitlines() if t.startswith("\tat ") or "[Stage " in t], done.stderr[-3000:]
+    assert list(tmp_path.iterdir()) == []  # no spark-warehouse/, no metastore_db/
+    failed = state(spark_server, scope)
+    assert (failed["status"], failed["failures"], failed["leaseHolder"]) == ("failed", 1, None)
+    assert failed["lastError"].startswith("[UNRESOLVED_COLUMN")
+    assert failed["nextAttemptAt"] - failed["lastErrorAt"] == 5_000
+    assert commits(spark_server, scope) == before
+
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN") as refused:
+        call(spark, "refresh_materialized_table", table=table)
+    assert str(refused.value).startswith(
+        f"[STREAMCAT_REFRESH_FAILED] the refresh of materialized table {table} failed: [UNRESOLVED_COLUMN")
+    assert len(str(refused.value).strip().splitlines()) == 1
+    again = state(spark_server, scope)
+    assert (again["status"], again["failures"], again["leaseHolder"]) == ("failed", 2, None)
+    assert again["nextAttemptAt"] - again["lastErrorAt"] == 10_000
+    [waiting] = Refresher(spark, CatalogClient(spark_server), scopes=[scope]).run_once()
+    assert waiting.line().startswith(f"{table}: skipped: waiting out the backoff after 2 failed refresh(es); "
+                                     "next refresh 20")
+
+
 def test_killed_refresher_is_taken_over(spark: Any, spark_server: str, scope: str, orders: str) -> None:
     table = f"{scope}.revenue"
     # Every row takes 1.5 s in the query: a refresh of the 6 rows below runs for several seconds.
@@ -229,7 +273,8 @@ def test_killed_refresher_is_taken_over(spark: Any, spark_server: str, scope: st
     # A second refresher leaves the table alone while the dead one's lease runs (long enough that a slow
     # machine reaches this line before it ends), then takes over.
     second = Refresher(spark, CatalogClient(spark_server), holder="second")
-    assert [a for a in second.run_once() if a.table == table] == []
+    assert [a.detail.split(";")[0] for a in second.run_once() if a.table == table] == [
+        "refresher doomed holds its lease"]
     while state(spark_server, scope)["leaseExpiresAt"] > time.time() * 1000:
         time.sleep(0.2)
     assert [a.outcome for a in second.run_once() if a.table == table] == ["succeeded"]

@@ -27,15 +27,15 @@ import requests
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pyspark_streamcat.options import SourceOptions
 from pyspark_streamcat.reader import BatchReader
-from pyspark_streamcat.reading import ChunkPartition, MergePartition
+from pyspark_streamcat.scan_planning import ChunkPartition, MergePartition
 from pyspark_streamcat.writer import FANOUT_PENDING_CHUNKS, ChunkSink, _Fanout
 
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.partitioning.spec import PartitionSpec
-from catalog_api.streams.changes import DELETE as DELETE_ROW
-from catalog_api.streams.changes import OP_COLUMN
 from catalog_api.streams.chunks import read_columnar_chunk
+from catalog_api.streams.row_kinds import DELETE as DELETE_ROW
+from catalog_api.streams.row_kinds import OP_COLUMN
 from tests.spark.helpers import catalog_beside, rows, scans_natively
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]

@@ -27,7 +27,7 @@ from pyspark.sql.types import (
 )
 from pyspark_streamcat.arrow import conform_batch, records_to_batches, spark_arrow_schema
 from pyspark_streamcat.options import OptionError, SourceOptions
-from pyspark_streamcat.reading import plan_partitions
+from pyspark_streamcat.scan_planning import plan_partitions
 
 from catalog_api.model import Chunk
 from catalog_api.partitioning.pruning import may_match

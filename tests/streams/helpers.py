@@ -15,7 +15,7 @@ from catalog_api import storage
 from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.streams import StreamReader, StreamWriter
-from catalog_api.streams.changes import DELETE, write_change_chunk
+from catalog_api.streams.row_kinds import DELETE, write_change_chunk
 from registry.client import RegistryClient, schema_info
 from registry.model import Compatibility, GroupProperties, SchemaInfo, SerializationFormat
 

@@ -18,8 +18,8 @@ from catalog_api.streams.changelog import (
     keyed_commit,
     replay,
 )
-from catalog_api.streams.changes import DELETE, UPSERT
 from catalog_api.streams.merge import TableLayout, merge_changes
+from catalog_api.streams.row_kinds import DELETE, UPSERT
 from tests.streams.test_merge import LAYOUTS, SCHEMA, Row, as_state, change_chunks, chunk_table
 
 Commit = tuple[bool, list[tuple[int, list[tuple[int, Row]]]]]  # (overwrite, chunks)

@@ -14,8 +14,8 @@ from catalog_api.client import CatalogClient
 from catalog_api.model import Chunk
 from catalog_api.streams import StreamReader
 from catalog_api.streams.changelog import CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, FEED_COLUMNS, replay
-from catalog_api.streams.changes import DELETE, UPSERT, write_change_chunk, write_position_deletes
 from catalog_api.streams.merge import TableLayout
+from catalog_api.streams.row_kinds import DELETE, UPSERT, write_change_chunk, write_position_deletes
 from registry.api.models import VersionInfo as VersionInfoModel
 from registry.client import RegistryClient
 from tests.streams.helpers import keyed_chunk

@@ -14,8 +14,8 @@ import pytest
 
 from catalog_api.client import CatalogClient
 from catalog_api.errors import CommitConflict
-from catalog_api.streams.changes import DELETES_KIND, read_position_deletes
 from catalog_api.streams.conflicts import ROW_LEVEL, Intent, Table, commit_checked, common_keys
+from catalog_api.streams.row_kinds import DELETES_KIND, read_position_deletes
 from tests.streams.test_conflicts_support import (
     DELETE,
     INSERT,

@@ -145,7 +145,7 @@ class TableHandle:
     def rows_with_ids(self, cut: int | None = None) -> list[dict[str, Any]]:
         """Every row of an append table at a cut with its id (``_chunk``, ``_pos``), deleted ones included
         (``_deleted``), as a DELETE's scan sees them."""
-        from catalog_api.streams.changes import DELETES_KIND, read_position_deletes
+        from catalog_api.streams.row_kinds import DELETES_KIND, read_position_deletes
 
         _cut, chunks = self.snapshot(cut)
         deleted = read_position_deletes(self.location, [c.path for c in chunks if c.kind == DELETES_KIND])

@@ -181,3 +181,22 @@ def test_collect_all_skips_nothing_it_was_asked_for(stream: StreamHandle, servic
     assert [(r.scope, r.stream, r.paths) for r in results] == [(stream.scope, stream.name, [])]
     with pytest.raises(ValueError, match="negative"):
         collect_garbage(service, stream.scope, stream.name, grace_seconds=-1)
+
+
+def test_gc_never_removes_the_iceberg_metadata(stream: StreamHandle, service: CatalogService) -> None:
+    writer = stream.writer(schema=V1)
+    writer.write({"key": "k", "seq": 1})
+    writer.flush()
+    # What the Iceberg metadata writer (and an Iceberg client's commit) put under metadata/: no chunk lists it.
+    metadata = {"metadata/00001-abc.metadata.json", "metadata/snap-1-abc.avro", "metadata/abc-m0.avro"}
+    orphan = "data/00000-0-abc.parquet"
+    for path in (*metadata, orphan):
+        full = Path(storage.join(stream.location, path))
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_bytes(b"x")
+    age(stream, stream.files(), 7200)
+    assert collect_garbage(service, stream.scope, stream.name, grace_seconds=60, dry_run=True).paths == [orphan]
+    assert collect_garbage(service, stream.scope, stream.name, grace_seconds=60).paths == [orphan]
+    assert metadata <= stream.files()
+    assert orphan not in stream.files()
+    assert [r["seq"] for r in stream.reader().read()] == [1]

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT
 from catalog_api.streams.merge import (
     LayoutError,
     TableLayout,
@@ -18,6 +17,7 @@ from catalog_api.streams.merge import (
     merge_changes,
     split_ops,
 )
+from catalog_api.streams.row_kinds import DELETE, OP_COLUMN, UPSERT
 
 SCHEMA = pa.schema([("k", pa.int64()), ("k2", pa.string()), ("seq", pa.int32()), ("a", pa.string()),
                     ("b", pa.float64()), ("tags", pa.list_(pa.int32()))])

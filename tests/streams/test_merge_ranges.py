@@ -12,12 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 from pyspark_streamcat.options import SourceOptions
-from pyspark_streamcat.reading import ChunkReader, KeyRange, key_ranges, plan_merge
+from pyspark_streamcat.scan_planning import KeyRange, key_ranges, plan_merge
+from pyspark_streamcat.task_reading import ChunkReader
 
 from catalog_api.model import Chunk
-from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT, write_change_chunk
 from catalog_api.streams.chunks import column_stats
 from catalog_api.streams.merge import TableLayout, merge_changes
+from catalog_api.streams.row_kinds import DELETE, OP_COLUMN, UPSERT, write_change_chunk
 
 
 @st.composite

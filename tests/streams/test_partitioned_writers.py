@@ -17,7 +17,7 @@ from catalog_api.partitioning.spec import PartitionSpec, with_current_names
 from catalog_api.partitioning.transforms import partition_values
 from catalog_api.schema import to_struct
 from catalog_api.streams import StreamReader, StreamWriter
-from catalog_api.streams.changes import DELETE, OP_COLUMN, UPSERT
+from catalog_api.streams.row_kinds import DELETE, OP_COLUMN, UPSERT
 from registry.client import RegistryClient
 from registry.serde import Serializer
 

@@ -48,6 +48,26 @@ class PostgresServer:
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
         return self.url(name)
 
+    def start(self) -> None:
+        """Start the server on its port (again, after :meth:`halt`); returns once it accepts connections."""
+        options = (f"-p {self.port} -k {self.root} -h 127.0.0.1 -c fsync=off -c synchronous_commit=off "
+                   "-c max_connections=200")
+        data = str(self.root / "data")
+        self._run("pg_ctl", "-D", data, "-l", str(self.root / "log"), "-w", "-t", "60", "-o", options, "start")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            probe = subprocess.run([str(self.bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port)],
+                                   capture_output=True)
+            if probe.returncode == 0:
+                return
+            time.sleep(0.2)
+        raise RuntimeError(f"PostgreSQL did not start; see {self.root / 'log'}")
+
+    def halt(self) -> None:
+        """Stop the server as an operator's restart does (``pg_ctl stop -m fast``: open sessions are ended and
+        their transactions rolled back), keeping its data for :meth:`start`."""
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "fast", "-w", "stop")
+
     def stop(self) -> None:
         """Stop the server and remove its files."""
         try:
@@ -69,23 +89,5 @@ def start_postgres() -> PostgresServer:
     server = PostgresServer(root, port, bin_dir, user)
     data = root / "data"
     server._run("initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-    server._run(
-        "pg_ctl",
-        "-D",
-        str(data),
-        "-l",
-        str(root / "log"),
-        "-w",
-        "-t",
-        "60",
-        "-o",
-        f"-p {port} -k {root} -h 127.0.0.1 -c fsync=off -c synchronous_commit=off -c max_connections=200",
-        "start",
-    )
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        probe = subprocess.run([str(bin_dir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port)], capture_output=True)
-        if probe.returncode == 0:
-            return server
-        time.sleep(0.2)
-    raise RuntimeError(f"PostgreSQL did not start; see {root / 'log'}")
+    server.start()
+    return server

@@ -20,9 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog_api.streams.changes import DELETE, UPSERT
 from catalog_api.streams.debezium.decoder import DebeziumDecoder
 from catalog_api.streams.debezium.values import RAW_TYPES, Hint, Unconvertible, direct, from_raw
+from catalog_api.streams.row_kinds import DELETE, UPSERT
 
 _OPS = frozenset("crud")
 _D, _U = ord("d"), ord("u")

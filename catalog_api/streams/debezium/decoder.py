@@ -12,7 +12,6 @@ import msgspec
 import numpy as np
 import pyarrow as pa
 
-from catalog_api.streams.changes import DELETE, UPSERT
 from catalog_api.streams.debezium.values import (
     DECIMAL_MODES,
     RAW_TYPES,
@@ -23,7 +22,8 @@ from catalog_api.streams.debezium.values import (
     from_raw,
     schema_hints,
 )
-from catalog_api.streams.writer import KeyedLayout
+from catalog_api.streams.merge import TableLayout
+from catalog_api.streams.row_kinds import DELETE, RETRACT, UPSERT
 
 #: Changes per commit by default.
 DEFAULT_BATCH_SIZE = 10_000
@@ -189,7 +189,7 @@ class DebeziumDecoder:
     ``mark`` is where a previous ingest stopped (events at or below it are skipped as re-deliveries).
     """
 
-    def __init__(self, schema: pa.Schema, layout: KeyedLayout, *, batch_size: int = DEFAULT_BATCH_SIZE,
+    def __init__(self, schema: pa.Schema, layout: TableLayout, *, batch_size: int = DEFAULT_BATCH_SIZE,
                  mark: SourceMark | None = None, decimal_handling: str = "precise") -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be positive")
@@ -242,16 +242,25 @@ class DebeziumDecoder:
             columns = []
             extracted: list[Sequence[Any]] = list(zip(*rows, strict=True)) if rows else [[] for _ in self._columns]
             no_hint = Hint()
+            blamed: list[DebeziumError] = []
             for name, target, values in zip(self._columns, self.schema.types, extracted, strict=True):
                 hint = self._hints.get(name, no_hint)
                 try:
                     columns.append(convert(values, target, hint, self.decimal_handling))
                 except Unconvertible:
-                    raise self._blame(name, target, hint, values, lines) from None
+                    blamed.append(self._blame(name, target, hint, values, lines))
+            if blamed:  # the earliest line's, whichever column it is in
+                raise min(blamed, key=lambda e: (e.line is None, e.line or 0))
         table = pa.Table.from_arrays(columns, schema=self.schema)
         ops = pa.array(pending.ops, pa.int8())
         mark = None if self.mark is None else self.mark.copy()
         return ChangeBatch(table, ops, events, mark, (first_line, lines[-1] if lines else first_line))
+
+    @property
+    def premerges(self) -> bool:
+        """Whether batches come pre-merged (one change per key); aggregation and first-row tables keep every
+        change, with retractions, and the writer pre-merges them."""
+        return self.layout.merge_engine not in ("aggregation", "first-row")
 
     def _emit(self, pending: _Pending, events: int, first_line: int) -> ChangeBatch:
         """The batch of ``pending`` changes, after the pieces :meth:`add_changes` gave it (pre-merged across
@@ -431,6 +440,17 @@ class DebeziumDecoder:
             event.schema = msgspec.Raw(msgspec.json.encode(schema))
         return event
 
+    def _event_after(self, item: Any, line: int, pending: Callable[[], _Pending]) -> Any:
+        """:meth:`_event`, whose error is raised only after the ``pending`` rows of the lines before it
+        converted: a value of an earlier line that does not is the first error to report."""
+        try:
+            return self._event(item, line)
+        except DebeziumError:
+            earlier = pending()
+            if earlier.rows:
+                self._batch(earlier, 0, 0)
+            raise
+
     def _blame(self, name: str, target: pa.DataType, hint: Hint, values: Sequence[Any],
                lines: list[int]) -> DebeziumError:
         for value, line in zip(values, lines, strict=True):
@@ -459,7 +479,10 @@ class DebeziumDecoder:
         key = self.layout.key
         single = self._key_fields[0] if len(key) == 1 else None
         key_of: Callable[[Any], Any] = self._key_getter
-        sequenced = self.layout.sequence_field is not None
+        # sequenced, aggregation and first-row tables keep every change, in order, for the writer's pre-merge
+        sequenced = self.layout.sequence_field is not None or self.layout.merge_engine in ("aggregation",
+                                                                                           "first-row")
+        retracts = self.layout.merge_engine == "aggregation"
         partial = self.layout.merge_engine == "partial-update"
         simple = not sequenced and not partial
         stats = self.stats
@@ -506,9 +529,10 @@ class DebeziumDecoder:
                 try:
                     value = decode(item)
                 except errors:
-                    value = self._event(item, line)  # says what is wrong, or takes it as it is
+                    # says what is wrong, or takes it as it is
+                    value = self._event_after(item, line, lambda: self._pending(merged, partials, log))
             else:
-                value = self._event(item, line)
+                value = self._event_after(item, line, lambda: self._pending(merged, partials, log))
             if value is None:
                 tombstones += 1
                 continue
@@ -595,6 +619,18 @@ class DebeziumDecoder:
             else:
                 ident = old = self._key_of(before, key, single, "a delete", line)
                 values = delete_values(before)
+            if retracts and before is not None and op in ("u", "d"):
+                # an aggregation table takes the before-image's values back from the key's aggregates (a
+                # delete or an update of the source row), and a delete leaves the key's other values
+                self._add(merged, partials, log, sequenced, partial, old, RETRACT, astuple(before), line)
+                if code == DELETE:
+                    if not applied:
+                        first_line = line
+                    applied += 1
+                    if applied >= batch_size:
+                        yield emit()
+                    continue
+                old = ident
             try:
                 if old != ident:  # a key change: the old key goes
                     self._add(merged, partials, log, sequenced, partial, old, DELETE, delete_values(before), line)
@@ -650,7 +686,7 @@ class DebeziumDecoder:
 
     def _pending(self, merged: dict[Any, tuple[int, tuple[Any, ...], int]], partials: dict[Any, list[Any]],
                  log: _Pending) -> _Pending:
-        if self.layout.sequence_field is not None:
+        if self.layout.sequence_field is not None or self.layout.merge_engine in ("aggregation", "first-row"):
             pending = log
         elif self.layout.merge_engine == "partial-update":
             pending = _Pending()

@@ -95,7 +95,8 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
                 fanned = parallel.ParallelDecoder(decoder, count)
                 batches = fanned.batches(events)
         for batch in batches:
-            writer.write_changes(batch.table, batch.ops, premerged=True)  # the decoder pre-merged it
+            # the decoder pre-merged it, but for the engines whose pre-merge is the writer's (every change kept)
+            writer.write_changes(batch.table, batch.ops, premerged=decoder.premerges)
             properties = {EVENTS_PROPERTY: str(batch.events)}
             if batch.mark is not None:
                 properties[POSITION_PROPERTY] = batch.mark.to_property()

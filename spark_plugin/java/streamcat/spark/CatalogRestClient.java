@@ -55,14 +55,55 @@ final class CatalogRestClient {
         return URLEncoder.encode(name, StandardCharsets.UTF_8).replace("+", "%20");
     }
 
+    /** The server path of the scopes (the catalog's namespaces). */
+    static String scopesPath() {
+        return "/v1/scopes";
+    }
+
+    /** The server path of scope {@code scope}. */
+    static String scopePath(String scope) {
+        return scopesPath() + "/" + segment(scope);
+    }
+
+    /** The server path of the tables of scope {@code scope}. */
+    static String tablesPath(String scope) {
+        return scopePath(scope) + "/tables";
+    }
+
     /** The server path of table {@code name} of scope {@code scope}. */
     static String tablePath(String scope, String name) {
-        return "/v1/scopes/" + segment(scope) + "/tables/" + segment(name);
+        return tablesPath(scope) + "/" + segment(name);
+    }
+
+    /** The server path of the views of scope {@code scope}. */
+    static String viewsPath(String scope) {
+        return scopePath(scope) + "/views";
+    }
+
+    /** The server path of the materialized tables of scope {@code scope}. */
+    static String materializedTablesPath(String scope) {
+        return scopePath(scope) + "/materializedTables";
+    }
+
+    /** The server path of materialized table {@code name} of scope {@code scope}. */
+    static String materializedTablePath(String scope, String name) {
+        return materializedTablesPath(scope) + "/" + segment(name);
+    }
+
+    /** The registry's path of the encodings of the group of table {@code name} of scope {@code scope}
+     *  (the group is named like the table, in the namespace named like the scope). */
+    static String encodingsPath(String scope, String name) {
+        return "/v1/groups/" + segment(name) + "/encodings?namespace=" + segment(scope);
+    }
+
+    /** The registry's path of encoding id {@code id} of that group. */
+    static String encodingPath(String scope, String name, long id) {
+        return "/v1/groups/" + segment(name) + "/encodings/" + id + "?namespace=" + segment(scope);
     }
 
     /** The server path of the stream of table {@code name} of scope {@code scope}. */
     static String streamPath(String scope, String name) {
-        return "/v1/scopes/" + segment(scope) + "/streams/" + segment(name);
+        return scopePath(scope) + "/streams/" + segment(name);
     }
 
     static ObjectNode object() {
@@ -113,7 +154,7 @@ final class CatalogRestClient {
         }
         CatalogApiException refused = CatalogApiException.from(method + " " + path, status, text);
         if (status == 401 || status == 403) {
-            throw CatalogAccessException.raise(new CatalogAccessException(status, refused.getMessage()));
+            throw CatalogAccessException.raise(new CatalogAccessException(status, refused.text()));
         }
         throw refused;
     }

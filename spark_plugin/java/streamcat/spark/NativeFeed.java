@@ -63,7 +63,7 @@ final class NativeFeed {
                 return Optional.empty();
             }
         }
-        String location = NativeScan.localLocation(options.get("location"));
+        String location = NativeScan.nativeLocation(options.get("location"));
         Long after = bound(options.get(FROM), inclusive(options, StreamcatChangelog.FROM_INCLUSIVE), true);
         Long to = options.containsKey(TO) && !options.get(TO).isBlank()
                 ? bound(options.get(TO), inclusive(options, StreamcatChangelog.TO_INCLUSIVE), false) : null;

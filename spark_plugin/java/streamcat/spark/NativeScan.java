@@ -48,15 +48,15 @@ import java.util.function.Supplier;
  *       {@value #DISABLED}), or the same as a read option;</li>
  *   <li>it is a scan of the table's rows: no change feed ({@code streamcat.changes.*}) and no
  *       metadata column ({@code _chunk}, {@code _pos});</li>
- *   <li>the table's location is on the local filesystem (a path or a {@code file:} URI: other
- *       stores may need the credentials only the Python side has);</li>
+ *   <li>this JVM has a Hadoop filesystem for the table's location ({@link #nativeLocation}: a local path
+ *       or {@code file:} URI, or a store such as S3 whose filesystem the session added);</li>
  *   <li>the chunks the catalog plans for the scan ({@code POST .../chunks/plan} with the snapshot at the
  *       scan's cut, latest, {@code streamcat.cut}/{@code versionAsOf} or {@code streamcat.asoftime}, and
  *       the pushed filters as filter JSON: the live chunks whose partition, and in an append table
  *       statistics, may hold a passing row) are all {@code columnar} and need no merge
  *       ({@link #needsNoMerge}); no planned chunk at all is a Parquet scan of no file (no row);</li>
  *   <li>Spark's reader, which matches columns by name, reads every file's columns as the Python
- *       reader does, which matches them by field id ({@link #readsAsTable}): each table column the
+ *       reader does, which matches them by field id ({@link FieldIds#readsAsTable}): each table column the
  *       file holds (the column with the table column's {@code parquet.field.id}) has the table
  *       column's spelling and Spark type there (or, when every file has Parquet field ids, Spark's
  *       reader matches by id and only the type must agree), and a column the file lacks is nullable or
@@ -72,7 +72,7 @@ final class NativeScan {
     /** The catalog option ({@code spark.sql.catalog.NAME.native-scan}) that turns the native path off. */
     static final String CATALOG_OPTION = "native-scan";
     /** The scan option that carries it (lower-case: options reach the scan lower-cased). */
-    static final String DISABLED = "streamcat.nativescan";
+    static final String DISABLED = OptionKeys.NATIVE_SCAN;
     private static final String COLUMNAR = "columnar";
     /** The Spark schema of each chunk file seen (chunk files are immutable), least recently used out first. */
     private static final int FOOTER_CACHE = 20_000;
@@ -102,7 +102,7 @@ final class NativeScan {
         if (disabled(options)) {
             return Optional.empty();
         }
-        if (options.keySet().stream().anyMatch(k -> k.startsWith("streamcat.changes."))) {
+        if (options.keySet().stream().anyMatch(k -> k.startsWith(OptionKeys.CHANGES))) {
             return Optional.empty();
         }
         Set<String> columns = lowerNames(tableSchema);
@@ -112,7 +112,7 @@ final class NativeScan {
                 return Optional.empty();
             }
         }
-        String location = localLocation(options.get("location"));
+        String location = nativeLocation(options.get("location"));
         if (location == null) {
             return Optional.empty();
         }
@@ -175,7 +175,7 @@ final class NativeScan {
      */
     static Files files(TableState state, Map<String, String> options, StructType tableSchema,
                                String location, List<JsonNode> chunks) {
-        boolean tableIds = hasFieldIds(tableSchema);
+        boolean tableIds = FieldIds.hasFieldIds(tableSchema);
         List<ChunkFile> found = new ArrayList<>();
         boolean allIds = true;
         for (JsonNode chunk : chunks) {
@@ -184,14 +184,14 @@ final class NativeScan {
                 return null;
             }
             found.add(file);
-            allIds &= hasFieldIds(file.schema());
+            allIds &= FieldIds.hasFieldIds(file.schema());
         }
         List<FileStatus> statuses = new ArrayList<>();
         if (tableIds && allIds) {
             // Every file has Parquet field ids: Spark's reader matches columns by id, as the Python reader
             // does, so renamed columns read their old data natively.
             for (ChunkFile file : found) {
-                if (!readsById(file.schema(), tableSchema)) {
+                if (!FieldIds.readsById(file.schema(), tableSchema)) {
                     return null;
                 }
                 statuses.add(file.status());
@@ -200,15 +200,15 @@ final class NativeScan {
         }
         for (int i = 0; i < chunks.size(); i++) {
             StructType schema = found.get(i).schema();
-            if (tableIds && !hasFieldIds(schema)) {
+            if (tableIds && !FieldIds.hasFieldIds(schema)) {
                 JsonNode writer = writerSchema(state, options, chunks.get(i));
-                Map<String, VersionField> ids = writer == null ? null : versionIds(writer);
+                Map<String, FieldIds.VersionField> ids = writer == null ? null : FieldIds.versionIds(writer);
                 if (ids == null) {
                     return null;
                 }
-                schema = withVersionIds(schema, ids);
+                schema = FieldIds.withVersionIds(schema, ids);
             }
-            if (!(tableIds ? readsAsTable(schema, tableSchema) : readsByName(schema, tableSchema))) {
+            if (!(tableIds ? FieldIds.readsAsTable(schema, tableSchema) : FieldIds.readsByName(schema, tableSchema))) {
                 return null;
             }
             statuses.add(found.get(i).status());
@@ -363,11 +363,11 @@ final class NativeScan {
      * milliseconds; none: the latest), or empty when an option does not parse.
      */
     static Optional<ObjectNode> snapshotSelectors(Map<String, String> options) {
-        String cut = options.get("streamcat.cut");
+        String cut = options.get(OptionKeys.CUT);
         if (cut == null) {
             cut = options.get("versionasof");
         }
-        String asOfTime = options.get("streamcat.asoftime");
+        String asOfTime = options.get(OptionKeys.AS_OF_TIME);
         ObjectNode selectors = CatalogRestClient.object();
         try {
             if (cut != null) {
@@ -382,8 +382,14 @@ final class NativeScan {
         return Optional.of(selectors);
     }
 
-    /** The location as a local path or {@code file:} URI without a trailing slash, or null if it is not local. */
-    static String localLocation(String location) {
+    /**
+     * The location without a trailing slash if this JVM can read and write it with a Hadoop filesystem of its
+     * own (a local path, a {@code file:} URI, or a scheme Hadoop has a filesystem for, such as {@code s3a:}
+     * with hadoop-aws on the classpath, or {@code s3:} mapped to it by {@code spark.hadoop.fs.s3.impl}), else
+     * null: the Python data source (pyarrow's filesystems) does the work then, and the first time a scheme is
+     * found without a filesystem one line is logged (docs/operations.md says how to add one).
+     */
+    static String nativeLocation(String location) {
         if (location == null || location.isBlank()) {
             return null;
         }
@@ -391,11 +397,37 @@ final class NativeScan {
         if (trimmed.startsWith("/")) {
             return trimmed;
         }
+        String scheme;
         try {
-            URI uri = new URI(trimmed);
-            return "file".equalsIgnoreCase(uri.getScheme()) ? trimmed : null;
+            scheme = new URI(trimmed).getScheme();
         } catch (URISyntaxException e) {
             return null;
+        }
+        if (scheme == null) {
+            return null;
+        }
+        if ("file".equalsIgnoreCase(scheme) || hasFileSystem(scheme)) {
+            return trimmed;
+        }
+        if (NO_FILESYSTEM.add(scheme.toLowerCase(Locale.ROOT))) {
+            LOG.warn("Streamcat: no Hadoop filesystem for scheme \"{}\" in this JVM; scans and writes of tables at "
+                    + "{}:// locations go through the Python data source", scheme, scheme);
+        }
+        return null;
+    }
+
+    /** Schemes seen without a Hadoop filesystem in this JVM (each is logged once). */
+    private static final Set<String> NO_FILESYSTEM = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(NativeScan.class);
+
+    /** Whether the session's Hadoop configuration names a filesystem class for {@code scheme} that can be loaded. */
+    private static boolean hasFileSystem(String scheme) {
+        try {
+            org.apache.hadoop.conf.Configuration conf = org.apache.spark.sql.SparkSession.active().sparkContext()
+                    .hadoopConfiguration();
+            return org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf) != null;
+        } catch (IOException | RuntimeException | LinkageError e) {
+            return false;
         }
     }
 
@@ -424,61 +456,12 @@ final class NativeScan {
         return found;
     }
 
-    /** StructField metadata key of a column's field id (Spark's own). */
-    static final String FIELD_ID = "parquet.field.id";
-    /** Spark's metadata key of the value a column's older rows read, which Spark's Parquet reader fills in. */
-    private static final String EXISTS_DEFAULT = "EXISTS_DEFAULT";
     /** Spark's setting that makes its Parquet reader match columns by field id. */
     private static final String ID_READS = "spark.sql.parquet.fieldId.read.enabled";
     /** Spark's setting that lets its Parquet reader read a file without field ids under a schema with some. */
     private static final String IGNORE_MISSING_IDS = "spark.sql.parquet.fieldId.read.ignoreMissing";
     /** The Avro schema of each encoding id seen, by scope and group: encoding ids never change meaning. */
     private static final Map<String, JsonNode> ENCODING_SCHEMAS = new java.util.concurrent.ConcurrentHashMap<>();
-
-    /**
-     * {@code schema} itself if some column has a field id; otherwise {@code schema} with the ids the
-     * server gives a schema without ids at its first column change: 1, 2, ... in schema order, depth
-     * first (a column, then the fields of the structs in its type, in array elements, map keys and values).
-     * This mirrors {@code assign_field_ids} in catalog_api/schema/fieldids.py: change both together.
-     */
-    static StructType withPositionalIds(StructType schema) {
-        return hasFieldIds(schema) ? schema : (StructType) positional(schema, new long[] {0});
-    }
-
-    private static DataType positional(DataType type, long[] counter) {
-        if (type instanceof StructType struct) {
-            StructField[] fields = struct.fields();
-            StructField[] out = new StructField[fields.length];
-            for (int i = 0; i < fields.length; i++) {
-                StructField field = fields[i];
-                org.apache.spark.sql.types.Metadata metadata = new org.apache.spark.sql.types.MetadataBuilder()
-                        .withMetadata(field.metadata()).putLong(FIELD_ID, ++counter[0]).build();
-                out[i] = new StructField(field.name(), positional(field.dataType(), counter), field.nullable(), metadata);
-            }
-            return new StructType(out);
-        }
-        if (type instanceof ArrayType array) {
-            return new ArrayType(positional(array.elementType(), counter), array.containsNull());
-        }
-        if (type instanceof MapType map) {
-            DataType key = positional(map.keyType(), counter);
-            return new MapType(key, positional(map.valueType(), counter), map.valueContainsNull());
-        }
-        return type;
-    }
-
-    /** Whether some column of {@code schema}, top-level or in a nested struct, has a field id. */
-    static boolean hasFieldIds(StructType schema) {
-        for (StructField field : schema.fields()) {
-            if (field.metadata().contains(FIELD_ID)) {
-                return true;
-            }
-            if (field.dataType() instanceof StructType nested && hasFieldIds(nested)) {
-                return true;
-            }
-        }
-        return false;
-    }
 
     /**
      * The Avro record schema of the version {@code chunk} was written under (its one encoding id), asked
@@ -496,8 +479,7 @@ final class NativeScan {
         JsonNode found = ENCODING_SCHEMAS.get(key);
         if (found == null) {
             try {
-                JsonNode info = state.client().get("/v1/groups/" + CatalogRestClient.segment(stream) + "/encodings/"
-                        + ids.get(0).asLong() + "?namespace=" + CatalogRestClient.segment(scope));
+                JsonNode info = state.client().get(CatalogRestClient.encodingPath(scope, stream, ids.get(0).asLong()));
                 byte[] data = java.util.Base64.getDecoder().decode(info.path("schemaInfo").path("schemaData").asText(""));
                 found = CatalogRestClient.parse(new String(data, java.nio.charset.StandardCharsets.UTF_8));
             } catch (RuntimeException e) {
@@ -509,237 +491,5 @@ final class NativeScan {
             ENCODING_SCHEMAS.put(key, found);
         }
         return found;
-    }
-
-    /** A column's id in a schema version, and the ids of the fields of the struct it is (or holds). */
-    private record VersionField(long id, Map<String, VersionField> children) {
-    }
-
-    /**
-     * The field ids of an Avro record schema, by column name: its {@code field-id} attributes, or, for a
-     * version made before ids existed (none has one), the ids its first column change gave it, in schema
-     * order (catalog_api/schema/fieldids.py, {@code assign_field_ids}; the Python reader's rule is in
-     * catalog_api/schema/resolution.py: change both together). Null for a schema whose order is not
-     * that simple (unions of several types, named type references).
-     */
-    static Map<String, VersionField> versionIds(JsonNode record) {
-        boolean positional = !record.toString().contains("\"field-id\"");
-        try {
-            return versionIds(record, positional, new long[] {0});
-        } catch (IllegalArgumentException e) {
-            return null;
-        }
-    }
-
-    private static Map<String, VersionField> versionIds(JsonNode record, boolean positional, long[] counter) {
-        Map<String, VersionField> out = new HashMap<>();
-        for (JsonNode field : record.path("fields")) {
-            long id = positional ? ++counter[0] : field.path("field-id").asLong(-1);
-            JsonNode nested = nestedRecord(field.path("type"));
-            out.put(field.path("name").asText(), new VersionField(id,
-                    nested == null ? Map.of() : versionIds(nested, positional, counter)));
-        }
-        return out;
-    }
-
-    /** The record inside an Avro type (itself, a nullable union's branch, array items, map values), if any. */
-    private static JsonNode nestedRecord(JsonNode type) {
-        if (type.isTextual()) {
-            String name = type.asText();
-            if (!Set.of("null", "boolean", "int", "long", "float", "double", "bytes", "string").contains(name)) {
-                throw new IllegalArgumentException("a named type reference: " + name);
-            }
-            return null;
-        }
-        if (type.isArray()) {
-            JsonNode branch = null;
-            for (JsonNode member : type) {
-                if (!"null".equals(member.asText(""))) {
-                    if (branch != null) {
-                        throw new IllegalArgumentException("a union of several types");
-                    }
-                    branch = member;
-                }
-            }
-            return branch == null ? null : nestedRecord(branch);
-        }
-        return switch (type.path("type").asText()) {
-            case "record" -> type;
-            case "array" -> nestedRecord(type.path("items"));
-            case "map" -> nestedRecord(type.path("values"));
-            default -> null;
-        };
-    }
-
-    /** {@code footer} (a file's schema, without Parquet field ids) with the ids of its schema version, by name. */
-    static StructType withVersionIds(StructType footer, Map<String, VersionField> ids) {
-        StructField[] fields = footer.fields();
-        StructField[] out = new StructField[fields.length];
-        for (int i = 0; i < fields.length; i++) {
-            StructField field = fields[i];
-            VersionField known = ids.get(field.name());
-            if (known == null || known.id() < 0) {
-                out[i] = field;
-                continue;
-            }
-            DataType type = field.dataType() instanceof StructType nested && !known.children().isEmpty()
-                    ? withVersionIds(nested, known.children()) : field.dataType();
-            out[i] = new StructField(field.name(), type, field.nullable(),
-                    new org.apache.spark.sql.types.MetadataBuilder().withMetadata(field.metadata())
-                            .putLong(FIELD_ID, known.id()).build());
-        }
-        return new StructType(out);
-    }
-
-    private static long fieldId(StructField field) {
-        return field.metadata().contains(FIELD_ID) ? field.metadata().getLong(FIELD_ID) : -1;
-    }
-
-    /**
-     * Whether Spark's Parquet reader, matching columns by name, reads a file of schema {@code file}
-     * (with the field ids of its footer) under {@code table} (with the table's field ids) as the Python
-     * reader does, matching them by id: the file column with a table column's id has the same spelling
-     * and type (nested struct fields alike); a table column whose id the file lacks is nullable or has an
-     * EXISTS_DEFAULT (which Spark's reader fills in, as the Python reader does), and its name is not in the
-     * file (or Spark would read that other column's data).
-     */
-    static boolean readsAsTable(StructType file, StructType table) {
-        Map<Long, StructField> byId = new HashMap<>();
-        Set<String> names = new HashSet<>();
-        for (StructField field : file.fields()) {
-            names.add(field.name().toLowerCase(Locale.ROOT));
-            long id = fieldId(field);
-            if (id >= 0 && byId.put(id, field) != null) {
-                return false;
-            }
-        }
-        for (StructField column : table.fields()) {
-            long id = fieldId(column);
-            StructField found = id >= 0 ? byId.get(id) : null;
-            if (found == null) {
-                if (id < 0 || names.contains(column.name().toLowerCase(Locale.ROOT))
-                        || (!column.nullable() && !column.metadata().contains(EXISTS_DEFAULT))) {
-                    return false;
-                }
-            } else if (!found.name().equals(column.name()) || !sameTypeById(found.dataType(), column.dataType())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /**
-     * Whether Spark's Parquet reader, matching columns by field id, reads a file of schema {@code file} (with
-     * the ids of its footer) under {@code table} as the Python reader does: the file column with a table
-     * column's id has the table column's type (its name does not matter: a renamed column), nested
-     * structs alike; a table column whose id the file lacks is nullable or has an EXISTS_DEFAULT (Spark's
-     * reader fills it in, as the Python reader does).
-     */
-    static boolean readsById(StructType file, StructType table) {
-        Map<Long, StructField> byId = new HashMap<>();
-        for (StructField field : file.fields()) {
-            long id = fieldId(field);
-            if (id >= 0 && byId.put(id, field) != null) {
-                return false;
-            }
-        }
-        for (StructField column : table.fields()) {
-            long id = fieldId(column);
-            if (id < 0) {
-                return false;
-            }
-            StructField found = byId.get(id);
-            if (found == null) {
-                // Spark's Parquet reader fills a column a file lacks with its EXISTS_DEFAULT, else null.
-                if (!column.nullable() && !column.metadata().contains(EXISTS_DEFAULT)) {
-                    return false;
-                }
-            } else if (!typeById(found.dataType(), column.dataType())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static boolean typeById(DataType file, DataType table) {
-        if (file instanceof StructType sf && table instanceof StructType st) {
-            return readsById(sf, st);
-        }
-        if (file instanceof ArrayType af && table instanceof ArrayType at) {
-            return typeById(af.elementType(), at.elementType());
-        }
-        if (file instanceof MapType mf && table instanceof MapType mt) {
-            return typeById(mf.keyType(), mt.keyType()) && typeById(mf.valueType(), mt.valueType());
-        }
-        return sameType(file, table);
-    }
-
-    /** {@link #sameType}, and nested struct fields that have ids have the same ones. */
-    private static boolean sameTypeById(DataType file, DataType table) {
-        if (file instanceof StructType sf && table instanceof StructType st) {
-            if (sf.fields().length != st.fields().length) {
-                return false;
-            }
-            for (int i = 0; i < sf.fields().length; i++) {
-                long a = fieldId(sf.fields()[i]);
-                long b = fieldId(st.fields()[i]);
-                if ((a >= 0 && b >= 0 && a != b) || !sf.fields()[i].name().equals(st.fields()[i].name())
-                        || !sameTypeById(sf.fields()[i].dataType(), st.fields()[i].dataType())) {
-                    return false;
-                }
-            }
-            return true;
-        }
-        return sameType(file, table);
-    }
-
-    /**
-     * Whether Spark's Parquet reader, matching columns by name, reads a file of schema {@code file}
-     * under {@code table} as the Python reader does: every table column the file has (compared
-     * ignoring case, as the Python reader does) is spelled the same and has the same type (ignoring
-     * nullability); every table column it lacks is nullable and has no default value.
-     */
-    static boolean readsByName(StructType file, StructType table) {
-        Map<String, StructField> byName = new HashMap<>();
-        for (StructField field : file.fields()) {
-            if (byName.put(field.name().toLowerCase(Locale.ROOT), field) != null) {
-                return false; // two columns that differ only in case
-            }
-        }
-        for (StructField column : table.fields()) {
-            StructField found = byName.get(column.name().toLowerCase(Locale.ROOT));
-            if (found == null) {
-                if (!column.nullable() || column.metadata().contains("CURRENT_DEFAULT")
-                        || column.metadata().contains("EXISTS_DEFAULT")) {
-                    return false;
-                }
-            } else if (!found.name().equals(column.name()) || !sameType(found.dataType(), column.dataType())) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    /** Equal types, ignoring nullability (of fields, elements and values), with struct fields equal by name and order. */
-    static boolean sameType(DataType a, DataType b) {
-        if (a instanceof StructType sa && b instanceof StructType sb) {
-            if (sa.fields().length != sb.fields().length) {
-                return false;
-            }
-            for (int i = 0; i < sa.fields().length; i++) {
-                if (!sa.fields()[i].name().equals(sb.fields()[i].name())
-                        || !sameType(sa.fields()[i].dataType(), sb.fields()[i].dataType())) {
-                    return false;
-                }
-            }
-            return true;
-        }
-        if (a instanceof ArrayType aa && b instanceof ArrayType ab) {
-            return sameType(aa.elementType(), ab.elementType());
-        }
-        if (a instanceof MapType ma && b instanceof MapType mb) {
-            return sameType(ma.keyType(), mb.keyType()) && sameType(ma.valueType(), mb.valueType());
-        }
-        return a.equals(b);
     }
 }

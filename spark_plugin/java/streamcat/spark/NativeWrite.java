@@ -1,6 +1,6 @@
 package streamcat.spark;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.hadoop.conf.Configuration;
@@ -20,9 +20,7 @@ import org.apache.spark.sql.connector.write.DataWriter;
 import org.apache.spark.sql.connector.write.DataWriterFactory;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.PhysicalWriteInfo;
-import org.apache.spark.sql.connector.write.SupportsTruncate;
 import org.apache.spark.sql.connector.write.Write;
-import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.connector.write.WriterCommitMessage;
 import org.apache.spark.sql.connector.write.streaming.StreamingWrite;
 import org.apache.spark.sql.types.ArrayType;
@@ -72,12 +70,15 @@ import java.util.function.Supplier;
  * the format of {@code catalog_api.streams.chunks.column_stats} (read back from the footers), one
  * commit with writer id {@code spark-write-<uuid>} and sequence 0, the properties
  * {@code streamcat.commit.property.*} and {@code spark.queryId}, and {@code streamcat.expectedlastcommit}.
- * A failed job deletes its files; files it could not delete are named by no commit, so readers never
+ * The request is built and sent by {@link CommitBody}: a lost answer is resolved from the catalog by the
+ * writer id, and the write succeeds if the commit was made. A failed job deletes its files, unless its
+ * commit may have been made; files it could not delete are named by no commit, so readers never
  * see them and the cleanup command ({@code streamcat streams gc}) removes them. This class uses public
  * APIs only; the Parquet writer itself comes from {@link PythonSourceBridge}.
  *
- * <p>The native path is taken only when all of these hold; otherwise the write is the Python data
- * source's, unchanged:
+ * <p>The table chooses the path ({@code StreamcatTable}'s write builder): native only when all of these
+ * hold ({@link #eligible} checks the write's own; the table knows whether it is partitioned); otherwise the
+ * write is the Python data source's, unchanged:
  * <ul>
  *   <li>it is not turned off: catalog option {@code native-write=false}
  *       ({@code spark.sql.catalog.NAME.native-write}), or the write option {@value #DISABLED}
@@ -88,7 +89,7 @@ import java.util.function.Supplier;
  *       are passed on); not a compaction ({@code streamcat.compact.base}), not a row-level write
  *       (those never come here) and not a streaming write ({@link Routed#toStreaming} hands it to
  *       the Python source);</li>
- *   <li>the table's location is on the local filesystem (a path or a {@code file:} URI);</li>
+ *   <li>this JVM has a Hadoop filesystem for the table's location ({@link NativeScan#nativeLocation});</li>
  *   <li>the table is not partitioned (its current partition spec has no fields): the Python writer splits
  *       a partitioned table's rows by partition and records each chunk's partition;</li>
  *   <li>every column is of a type whose Parquet form is the Python writer's: booleans, integers,
@@ -105,7 +106,7 @@ final class NativeWrite {
     /** The catalog option ({@code spark.sql.catalog.NAME.native-write}) that turns the native path off. */
     static final String CATALOG_OPTION = "native-write";
     /** The write option that turns it off (lower-case: options reach the write lower-cased). */
-    static final String DISABLED = "streamcat.nativewrite";
+    static final String DISABLED = OptionKeys.NATIVE_WRITE;
     /** Where chunk files go under the table's location (writer.py's DATA_DIR). */
     static final String DATA_DIR = "data";
     /** The footer keys of chunks.py (ENCODING_ID_KEY, CHUNK_VERSION_KEY). */
@@ -114,11 +115,9 @@ final class NativeWrite {
     /** options.py's DEFAULT_ROWS_PER_CHUNK and its option. */
     static final long DEFAULT_ROWS_PER_CHUNK = 1_000_000L;
     static final String ROWS_PER_CHUNK = "rowsperchunk";
-    static final String COMMIT_PROPERTY = "streamcat.commit.property.";
+    static final String COMMIT_PROPERTY = OptionKeys.COMMIT_PROPERTY;
     /** The session setting that would make Spark's writer rebase old dates to the Julian calendar. */
     private static final String REBASE_MODE = "spark.sql.parquet.datetimeRebaseModeInWrite";
-    /** How often a commit whose answer was lost is sent again (the same writer id and sequence: at most once). */
-    private static final int COMMIT_ATTEMPTS = 3;
 
     private NativeWrite() {
     }
@@ -129,17 +128,13 @@ final class NativeWrite {
     }
 
     /**
-     * The write builder of a batch or streaming write into a table: the native path when
-     * {@link #eligible} says so, else (and for streams) the Python source's builder.
-     *
-     * @param schema the rows' schema, with the table's column metadata ({@link #withTableMetadata})
-     * @param options the write's options merged with the table's (lower-case keys; the catalog turns its
-     *        option {@value #CATALOG_OPTION}=false into the table option {@value #DISABLED}=false)
-     * @param python the Python source's write builder of the same write (made when needed)
+     * The native batch write of {@code schema}'s rows (with the table's column metadata:
+     * {@link #withTableMetadata}), truncating first when {@code overwrite}; a stream, which Spark asks of the
+     * same Write, goes to {@code python}. The table decides whether a write is native ({@link #eligible}).
      */
-    static WriteBuilder builder(StructType schema, LogicalWriteInfo info, Map<String, String> options,
-                                TableState state, Supplier<WriteBuilder> python) {
-        return new Builder(schema, info, options, state, python);
+    static Write write(StructType schema, LogicalWriteInfo info, Map<String, String> options, TableState state,
+                       boolean overwrite, Supplier<Write> python) {
+        return new Routed(new ChunkBatchWrite(schema, options, info.queryId(), state, overwrite), python);
     }
 
     /** Whether the native path may write this write (the rules of the class comment). */
@@ -147,10 +142,10 @@ final class NativeWrite {
         if ("false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim())) {
             return false;
         }
-        if (options.containsKey("streamcat.compact.base") || options.containsKey("streamcat.rowlevel")) {
+        if (options.containsKey(OptionKeys.COMPACT_BASE) || options.containsKey(OptionKeys.ROW_LEVEL)) {
             return false;
         }
-        if (NativeScan.localLocation(options.get("location")) == null) {
+        if (NativeScan.nativeLocation(options.get("location")) == null) {
             return false;
         }
         for (StructField field : schema.fields()) {
@@ -216,53 +211,9 @@ final class NativeWrite {
         return write;
     }
 
-    /** Native unless the write is not eligible; truncation (INSERT OVERWRITE) applies to both paths. */
-    private static final class Builder implements WriteBuilder, SupportsTruncate {
-        private final StructType schema;
-        private final LogicalWriteInfo info;
-        private final Map<String, String> options;
-        private final TableState state;
-        private final Supplier<WriteBuilder> python;
-        private boolean overwrite;
-
-        Builder(StructType schema, LogicalWriteInfo info, Map<String, String> options, TableState state,
-                Supplier<WriteBuilder> python) {
-            this.schema = schema;
-            this.info = info;
-            this.options = options;
-            this.state = state;
-            this.python = python;
-        }
-
-        @Override
-        public WriteBuilder truncate() {
-            overwrite = true;
-            return this;
-        }
-
-        /** The Python source's write of the same rows (truncating if this one does). */
-        private Write pythonWrite() {
-            WriteBuilder builder = python.get();
-            if (overwrite) {
-                builder = ((SupportsTruncate) builder).truncate();
-            }
-            return builder.build();
-        }
-
-        @Override
-        public Write build() {
-            // A partitioned table's rows are split by partition, one chunk per partition: the Python writer's job.
-            if (state.partitioned() || !eligible(schema, options)) {
-                return pythonWrite();
-            }
-            return new Routed(new ChunkBatchWrite(schema, options, info.queryId(), state, overwrite),
-                    this::pythonWrite);
-        }
-    }
-
     /**
-     * What {@link Builder#build} answers: the native batch write for {@code toBatch}, the Python
-     * source's write for {@code toStreaming} (a builder does not know which it serves).
+     * What {@link #write} answers: the native batch write for {@code toBatch}, the Python source's write
+     * for {@code toStreaming} (a builder does not know which it serves).
      */
     static final class Routed implements Write {
         private final ChunkBatchWrite batch;
@@ -292,7 +243,7 @@ final class NativeWrite {
     /** One task's files: the chunks it wrote, as the commit request lists them. */
     static final class ChunksWritten implements WriterCommitMessage {
         private static final long serialVersionUID = 1L;
-        /** Each chunk's JSON (the wire form of ChunkInfo). */
+        /** Each chunk's JSON (the wire form of ChunkInfo, built by {@link CommitBody#columnarChunk}). */
         final List<String> chunks;
         /** Every file the task made, committed or not (what an abort deletes). */
         final List<String> files;
@@ -323,7 +274,7 @@ final class NativeWrite {
             this.queryId = queryId;
             this.state = state;
             this.overwrite = overwrite;
-            this.location = NativeScan.localLocation(options.get("location"));
+            this.location = NativeScan.nativeLocation(options.get("location"));
         }
 
         @Override
@@ -348,20 +299,19 @@ final class NativeWrite {
         /** The encoding id of the schema version Spark planned with (created by the registry if new). */
         private int encodingId() {
             ObjectNode version = CatalogRestClient.object();
-            version.put("type", options.getOrDefault("streamcat.schema.type", ""));
-            version.put("version", Integer.parseInt(options.get("streamcat.schema.version").trim()));
-            version.put("id", Integer.parseInt(options.get("streamcat.schema.id").trim()));
+            version.put("type", options.getOrDefault(OptionKeys.SCHEMA_TYPE, ""));
+            version.put("version", Integer.parseInt(options.get(OptionKeys.SCHEMA_VERSION).trim()));
+            version.put("id", Integer.parseInt(options.get(OptionKeys.SCHEMA_ID).trim()));
             ObjectNode body = CatalogRestClient.object();
             body.set("versionInfo", version);
             body.put("codecType", "");
-            String path = "/v1/groups/" + CatalogRestClient.segment(options.get("stream")) + "/encodings?namespace="
-                    + CatalogRestClient.segment(options.get("scope"));
+            String path = CatalogRestClient.encodingsPath(options.get(OptionKeys.SCOPE), options.get(OptionKeys.STREAM));
             return state.client().call("PUT", path, body).path("encodingId").asInt();
         }
 
         @Override
         public void commit(WriterCommitMessage[] messages) {
-            ArrayNode chunks = CatalogRestClient.array();
+            List<JsonNode> chunks = new ArrayList<>();
             for (WriterCommitMessage message : messages) {
                 if (message instanceof ChunksWritten written) {
                     written.chunks.forEach(chunk -> chunks.add(CatalogRestClient.parse(chunk)));
@@ -370,39 +320,22 @@ final class NativeWrite {
             if (chunks.isEmpty() && !overwrite) {
                 return; // nothing was written: an empty INSERT leaves the table as it is
             }
-            ObjectNode body = CatalogRestClient.object();
-            body.set("chunks", chunks);
-            body.put("overwrite", overwrite);
-            body.put("writerId", writerId);
-            body.put("writerSequence", 0);
-            ObjectNode properties = body.putObject("properties");
+            CommitBody body = new CommitBody(chunks).overwrite(overwrite).writer(writerId, 0);
             options.forEach((key, value) -> {
                 if (key.startsWith(COMMIT_PROPERTY)) {
-                    properties.put(key.substring(COMMIT_PROPERTY.length()), value);
+                    body.property(key.substring(COMMIT_PROPERTY.length()), value);
                 }
             });
-            properties.put("spark.queryId", queryId == null ? "" : queryId);
-            String expected = options.get("streamcat.expectedlastcommit");
+            body.property("spark.queryId", queryId == null ? "" : queryId);
+            String expected = options.get(OptionKeys.EXPECTED_LAST_COMMIT);
             if (expected != null && !expected.isBlank()) {
-                body.put("expectedLastCommit", Long.parseLong(expected.trim()));
+                body.expectedLastCommit(Long.parseLong(expected.trim()));
             }
-            for (int attempt = 1; ; attempt++) {
-                try {
-                    state.client().call("POST", state.streamPath() + "/commits", body);
-                    return;
-                } catch (RuntimeException e) {
-                    throw e; // the server answered: refused, nothing was committed
-                } catch (Exception e) {
-                    // CatalogAccessException (thrown unchecked): status 0 is an unanswered request, which
-                    // may have been committed; sending it again is safe (same writer id and sequence).
-                    if (!(e instanceof CatalogAccessException access) || access.status != 0) {
-                        throw CatalogAccessException.raise(e);
-                    }
-                    if (attempt >= COMMIT_ATTEMPTS) {
-                        inDoubt = true;
-                        throw CatalogAccessException.raise(e);
-                    }
-                }
+            try {
+                body.send(state.client(), state.streamPath()); // a lost answer is resolved from the catalog
+            } catch (CommitBody.InDoubt e) {
+                inDoubt = true;
+                throw CatalogAccessException.raise(new CatalogAccessException(0, e.getMessage()));
             }
         }
 
@@ -531,19 +464,7 @@ final class NativeWrite {
                 footer = reader.getFooter();
             }
             long size = hadoopPath.getFileSystem(conf).getFileStatus(hadoopPath).getLen();
-            ObjectNode chunk = CatalogRestClient.object();
-            chunk.put("path", path);
-            chunk.put("kind", "columnar");
-            chunk.put("segment", 0);
-            chunk.put("eventCount", count);
-            chunk.put("bytes", size);
-            chunk.putArray("encodingIds").add(encodingId);
-            chunk.set("stats", columnStats(footer, count));
-            // Written under spec 0 (only unpartitioned tables are written here), said so that the catalog
-            // still takes the chunk if the table is partitioned before this write commits.
-            ObjectNode partition = chunk.putObject("partition");
-            partition.put("specId", 0);
-            partition.putArray("values");
+            ObjectNode chunk = CommitBody.columnarChunk(path, count, size, encodingId, columnStats(footer, count));
             return chunk;
         }
 

@@ -17,6 +17,8 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DateType;
 import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
@@ -25,11 +27,17 @@ import org.apache.spark.sql.types.TimestampNTZType;
 import org.apache.spark.sql.types.TimestampType;
 import org.apache.spark.unsafe.types.UTF8String;
 
+import java.time.Instant;
+import java.time.YearMonth;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Base64;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -44,10 +52,17 @@ import java.util.regex.Pattern;
  * {@code day}, {@code hour}, {@code bucket[N]}, {@code truncate[W]}. Their values are what chunk
  * statistics use: identity the source value (dates as days, timestamps as microseconds since the
  * epoch), year/month/day/hour the count since 1970 (an int), bucket the bucket number (an int),
- * truncate the truncated source value (binary as base64 text in JSON).
+ * truncate the truncated source value (binary as base64 text in JSON). Spark shows the time transforms
+ * as Iceberg's partitions table does: a day as a DATE ({@code ts_day=2026-11-05}), a year, month or hour
+ * as text ({@code 2026}, {@code 2026-11}, {@code 2026-11-05-10}, all UTC).
  */
 final class Partitioning {
     private static final Pattern PARAMETERISED = Pattern.compile("(bucket|truncate)\\[(\\d+)]");
+    /** The metadata key of a partition schema field naming its transform. */
+    private static final String TRANSFORM = "streamcat.transform";
+    /** The transforms whose values Spark shows as text. */
+    private static final Set<String> TIME = Set.of("year", "month", "hour");
+    private static final DateTimeFormatter HOUR = DateTimeFormatter.ofPattern("yyyy-MM-dd-HH").withZone(ZoneOffset.UTC);
 
     private Partitioning() {
     }
@@ -85,7 +100,7 @@ final class Partitioning {
         }
         long id = field.path("sourceId").asLong(-1);
         for (StructField column : schema.fields()) {
-            if (column.metadata().contains(NativeScan.FIELD_ID) && column.metadata().getLong(NativeScan.FIELD_ID) == id) {
+            if (column.metadata().contains(FieldIds.FIELD_ID) && column.metadata().getLong(FieldIds.FIELD_ID) == id) {
                 return column;
             }
         }
@@ -132,17 +147,33 @@ final class Partitioning {
 
     /**
      * The partition schema of the spec {@code fields}: one nullable field per spec field, named by its
-     * name, of its result type: identity and truncate the source column's type, the others int.
+     * name, of its result type: identity and truncate the source column's type, bucket int, day DATE, and
+     * year, month and hour their text (the field's metadata names the transform: {@link #row} formats it).
      */
     static StructType schema(JsonNode fields, StructType schema) {
         StructType out = new StructType();
         for (JsonNode field : fields) {
             String transform = field.path("transform").asText();
-            DataType type = "identity".equals(transform) || transform.startsWith("truncate")
-                    ? source(field, schema).dataType() : DataTypes.IntegerType;
-            out = out.add(field.path("name").asText(), type, true);
+            DataType type = switch (transform) {
+                case "day" -> DataTypes.DateType;
+                case "year", "month", "hour" -> DataTypes.StringType;
+                default -> "identity".equals(transform) || transform.startsWith("truncate")
+                        ? source(field, schema).dataType() : DataTypes.IntegerType;
+            };
+            Metadata metadata = new MetadataBuilder().putString(TRANSFORM, transform).build();
+            out = out.add(field.path("name").asText(), type, true, metadata);
         }
         return out;
+    }
+
+    /** A year, month or hour ordinal (count since 1970, UTC) as the text Spark shows. */
+    private static String timeText(String transform, int ordinal) {
+        return switch (transform) {
+            case "year" -> Integer.toString(1970 + ordinal);
+            case "month" -> YearMonth.of(1970, 1).plusMonths(ordinal).toString();
+            case "hour" -> HOUR.format(Instant.EPOCH.plus(ordinal, ChronoUnit.HOURS));
+            default -> Integer.toString(ordinal);
+        };
     }
 
     /** A partition value of the catalog's JSON as Spark holds a value of {@code type} in a row. */
@@ -183,7 +214,11 @@ final class Partitioning {
         }
         Object[] out = new Object[fields.length];
         for (int i = 0; i < out.length; i++) {
-            out[i] = internal(values.get(i), fields[i].dataType());
+            JsonNode value = values.get(i);
+            String transform = fields[i].metadata().contains(TRANSFORM) ? fields[i].metadata().getString(TRANSFORM) : "";
+            out[i] = fields[i].dataType() instanceof StringType && TIME.contains(transform) && value.canConvertToInt()
+                    ? UTF8String.fromString(timeText(transform, value.asInt()))
+                    : internal(value, fields[i].dataType());
         }
         return new GenericInternalRow(out);
     }
@@ -207,7 +242,7 @@ final class Partitioning {
         if (index >= 0) {
             return index;
         }
-        throw new IllegalArgumentException("the table has no partition field " + name + "; its partition fields are "
+        throw Refusal.invalid("the table has no partition field " + name + "; its partition fields are "
                 + String.join(", ", partitionSchema.fieldNames()));
     }
 

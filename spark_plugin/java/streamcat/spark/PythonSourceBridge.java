@@ -1,7 +1,7 @@
 package streamcat.spark;
 
+import org.apache.spark.SparkConf;
 import org.apache.spark.TaskContext;
-import org.apache.spark.api.python.PythonFunction;
 import org.apache.spark.api.python.PythonUtils$;
 import org.apache.spark.api.python.SimplePythonFunction;
 import org.apache.hadoop.conf.Configuration;
@@ -21,7 +21,6 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
 import org.apache.spark.sql.connector.write.WriteBuilder;
-import org.apache.spark.sql.execution.datasources.DataSourceManager;
 import org.apache.spark.sql.execution.datasources.FileStatusCache;
 import org.apache.spark.sql.execution.datasources.InMemoryFileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
@@ -43,6 +42,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import scala.Option;
@@ -61,15 +61,18 @@ import scala.runtime.BoxedUnit;
  * {@link #parquetScan} / {@link #parquetSchema}, {@link NativeWrite} decides when the Parquet
  * write may be used and calls {@link #parquetWriteConf} / {@link #parquetFile}.
  *
- * The table data goes through the Python data source {@code pyspark_streamcat.DefaultSource}.
- * Spark discovers it by itself when the module is a plain top-level module of the workers'
- * Python; when it was not discovered (an editable install, whose import hook pkgutil cannot
- * list, or a {@code python3} on PATH that lacks the project), it is registered here by
- * reference: a pickle of the class that the Python worker imports, run by the interpreter that
- * {@code spark.pyspark.driver.python} or {@code spark.pyspark.python} names (Spark's own default
- * for data sources is the PYSPARK_PYTHON environment variable of the driver, or python3).
+ * The table data goes through the Python data source {@code pyspark_streamcat.DefaultSource}, which is
+ * never looked up by name: Spark's lookup of Python data sources ({@code DataSourceManager}) imports every
+ * {@code pyspark_*} module on the Python path, the working directory included, so a user's
+ * {@code pyspark_test.py} would run inside our statements. Instead {@link Source} answers its
+ * {@code source()} itself: a pickle of the class by reference, which the Python worker imports, run by the
+ * interpreter that {@code spark.pyspark.driver.python} or {@code spark.pyspark.python} names (Spark's own
+ * default for data sources is the PYSPARK_PYTHON environment variable of the driver, or python3). Executors
+ * get that source inside the write and read plans, never by name. {@code spark.read.format("streamcat")}
+ * finds {@code streamcat.DefaultSource} (a {@link Source}) as a class before Spark would look for a Python
+ * data source of that name.
  */
-final class PythonSourceBridge {
+public final class PythonSourceBridge {
     /** The name the Python data source answers to ({@code DefaultSource.name()}). */
     static final String SHORT_NAME = "streamcat";
 
@@ -80,22 +83,37 @@ final class PythonSourceBridge {
     private PythonSourceBridge() {
     }
 
-    /** Make sure the session knows the Python data source; register it by reference if needed. */
-    static synchronized void ensureRegistered() {
-        SparkSession session = SparkSession.active();
-        DataSourceManager manager = session.sessionState().dataSourceManager();
-        if (manager.dataSourceExists(SHORT_NAME)) {
-            return;
+    /** The Python data source for each interpreter (its path; "" for Spark's default), made once. */
+    private static final Map<String, UserDefinedPythonDataSource> SOURCES = new ConcurrentHashMap<>();
+
+    /**
+     * {@code pyspark_streamcat.DefaultSource} for the active session's Python: never through the session's
+     * {@code DataSourceManager}, whose first lookup imports every {@code pyspark_*} module on the path.
+     */
+    static UserDefinedPythonDataSource pythonSource() {
+        SparkConf conf = SparkSession.active().sparkContext().getConf();
+        String python = conf.get("spark.pyspark.driver.python", conf.get("spark.pyspark.python", ""));
+        return SOURCES.computeIfAbsent(python, chosen -> {
+            SimplePythonFunction function = PythonUtils$.MODULE$.createPythonFunction(PICKLED_CLASS);
+            if (chosen.isEmpty() || chosen.equals(function.pythonExec())) {
+                return UserDefinedPythonDataSource.apply(function);
+            }
+            return UserDefinedPythonDataSource.apply(new SimplePythonFunction(PICKLED_CLASS, function.envVars(),
+                    function.pythonIncludes(), chosen, pythonVersion(chosen), function.broadcastVars(),
+                    function.accumulator()));
+        });
+    }
+
+    /**
+     * Spark's Python data source with the Streamcat source built in: everything Spark does with a Python
+     * source (plan reads and writes, commit, stream) asks {@code source()}, which this answers without a
+     * lookup by name. Public for {@code streamcat.DefaultSource}, Spark's way to {@code format("streamcat")}.
+     */
+    public static class Source extends PythonDataSourceV2 {
+        @Override
+        public UserDefinedPythonDataSource source() {
+            return pythonSource();
         }
-        SimplePythonFunction function = PythonUtils$.MODULE$.createPythonFunction(PICKLED_CLASS);
-        String python = session.sparkContext().getConf().get("spark.pyspark.driver.python",
-                session.sparkContext().getConf().get("spark.pyspark.python", null));
-        PythonFunction chosen = function;
-        if (python != null && !python.equals(function.pythonExec())) {
-            chosen = new SimplePythonFunction(PICKLED_CLASS, function.envVars(), function.pythonIncludes(), python,
-                    pythonVersion(python), function.broadcastVars(), function.accumulator());
-        }
-        manager.registerDataSource(SHORT_NAME, UserDefinedPythonDataSource.apply(chosen));
     }
 
     /** The "major.minor" version of an interpreter (Spark's workers refuse to run under another one). */
@@ -118,8 +136,7 @@ final class PythonSourceBridge {
 
     /** A fresh Python data source: it caches the Python instance and the planned read, so never reuse one. */
     private static PythonDataSourceV2 newSource() {
-        ensureRegistered();
-        PythonDataSourceV2 source = new PythonDataSourceV2();
+        PythonDataSourceV2 source = new Source();
         source.setShortName(SHORT_NAME);
         return source;
     }

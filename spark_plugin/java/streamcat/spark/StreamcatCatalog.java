@@ -3,7 +3,6 @@ package streamcat.spark;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.NamespaceAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchNamespaceException;
 import org.apache.spark.sql.catalyst.analysis.NoSuchTableException;
@@ -13,6 +12,7 @@ import org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException;
 import org.apache.spark.sql.catalyst.analysis.ViewAlreadyExistsException;
 import org.apache.spark.sql.connector.catalog.Changelog;
 import org.apache.spark.sql.connector.catalog.ChangelogContext;
+import org.apache.spark.sql.connector.catalog.ChangelogRange;
 import org.apache.spark.sql.connector.catalog.Column;
 import org.apache.spark.sql.connector.catalog.Identifier;
 import org.apache.spark.sql.connector.catalog.NamespaceChange;
@@ -39,6 +39,8 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 import java.time.Duration;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -87,7 +89,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         this.name = name;
         String uri = options.get("uri");
         if (uri == null || uri.isBlank()) {
-            throw new IllegalArgumentException("spark.sql.catalog." + name + ".uri must name the streamcat server, "
+            throw Refusal.invalid("spark.sql.catalog." + name + ".uri must name the streamcat server, "
                     + "e.g. http://localhost:9092");
         }
         long timeout = Long.parseLong(options.getOrDefault("timeout", "60"));
@@ -98,11 +100,6 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         this.materialized = new StreamcatMaterialized(name, client);
         this.procedures = new StreamcatProcedures(name, client, materialized);
         this.views = new StreamcatViews(client);
-        // With the native paths a session may read and write its tables without ever loading the Python
-        // source, yet spark.read.format("streamcat") must know it: register it as soon as the catalog starts.
-        if (SparkSession.getActiveSession().isDefined()) {
-            PythonSourceBridge.ensureRegistered();
-        }
     }
 
     @Override
@@ -120,9 +117,6 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
 
     // -- namespaces (scopes) -------------------------------------------------------------------
 
-    private static String scopePath(String scope) {
-        return "/v1/scopes/" + CatalogRestClient.segment(scope);
-    }
 
     private static String tablePath(Identifier ident) {
         return CatalogRestClient.tablePath(ident.namespace()[0], ident.name());
@@ -130,7 +124,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
 
     @Override
     public String[][] listNamespaces() {
-        List<JsonNode> scopes = client.pages("/v1/scopes", "scopes");
+        List<JsonNode> scopes = client.pages(CatalogRestClient.scopesPath(), "scopes");
         String[][] out = new String[scopes.size()][];
         for (int i = 0; i < out.length; i++) {
             out[i] = new String[] {scopes.get(i).path("scopeName").asText()};
@@ -153,7 +147,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             return false;
         }
         try {
-            client.get(scopePath(namespace[0]));
+            client.get(CatalogRestClient.scopePath(namespace[0]));
             return true;
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
@@ -170,7 +164,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         }
         JsonNode scope;
         try {
-            scope = client.get(scopePath(namespace[0]));
+            scope = client.get(CatalogRestClient.scopePath(namespace[0]));
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(namespace);
@@ -190,7 +184,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
     public void createNamespace(String[] namespace, Map<String, String> metadata)
             throws NamespaceAlreadyExistsException {
         if (namespace.length != 1) {
-            throw new IllegalArgumentException("streamcat namespaces (scopes) have one level, not "
+            throw Refusal.invalid("streamcat namespaces (scopes) have one level, not "
                     + String.join(".", namespace));
         }
         Map<String, String> properties = new HashMap<>(metadata);
@@ -199,12 +193,12 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         body.put("comment", comment == null ? "" : comment);
         body.set("properties", CatalogRestClient.stringMap(properties));
         try {
-            client.call("POST", "/v1/scopes", body);
+            client.call("POST", CatalogRestClient.scopesPath(), body);
         } catch (CatalogApiException e) {
             if (e.isConflict()) {
                 throw new NamespaceAlreadyExistsException(namespace);
             }
-            throw badRequest(e);
+            throw e;
         }
     }
 
@@ -230,7 +224,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
                     remove.add(p.property());
                 }
             } else {
-                throw new UnsupportedOperationException("streamcat scopes do not support " + change);
+                throw Refusal.unsupported("streamcat scopes do not support " + change);
             }
         }
         ObjectNode body = CatalogRestClient.object();
@@ -240,12 +234,12 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             body.put("comment", comment);
         }
         try {
-            client.call("PUT", scopePath(namespace[0]), body);
+            client.call("PUT", CatalogRestClient.scopePath(namespace[0]), body);
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(namespace);
             }
-            throw badRequest(e);
+            throw e;
         }
     }
 
@@ -258,7 +252,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         // CASCADE drops the tables as DROP TABLE would: their files go too.
         String query = "?cascade=" + cascade + "&purge=" + cascade;
         try {
-            client.call("DELETE", scopePath(namespace[0]) + query, null);
+            client.call("DELETE", CatalogRestClient.scopePath(namespace[0]) + query, null);
             return true;
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
@@ -267,7 +261,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             if ("ScopeNotEmpty".equals(e.code)) {
                 throw new NonEmptyNamespaceException(namespace);
             }
-            throw badRequest(e);
+            throw e;
         }
     }
 
@@ -280,7 +274,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         }
         List<JsonNode> tables;
         try {
-            tables = client.pages(scopePath(namespace[0]) + "/tables", "tables");
+            tables = client.pages(CatalogRestClient.tablesPath(namespace[0]), "tables");
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(namespace);
@@ -313,32 +307,55 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         StreamcatTable table = toTable(ident, getTable(ident));
         // A materialized table's refresh reads its sources at the cuts it records (StreamcatMaterialized).
         Long pinned = StreamcatMaterialized.loaded(name, ident);
-        return pinned == null ? table : table.at("streamcat.cut", Long.toString(pinned));
+        return pinned == null ? table : table.at(OptionKeys.CUT, Long.toString(pinned));
     }
 
-    /** {@code VERSION AS OF n}: the table as of commit n (a stream cut). */
+    /** {@code VERSION AS OF n}: the table as of commit n (a stream cut), one its stream still retains. */
     @Override
     public Table loadTable(Identifier ident, String version) throws NoSuchTableException {
+        JsonNode table = getTable(ident);
+        long cut = version(ident, "VERSION AS OF", version, table);
+        return toTable(ident, table).at(OptionKeys.CUT, Long.toString(cut));
+    }
+
+    /** {@code version} as a cut of the table that its stream still retains, or a refusal naming the table. */
+    private long version(Identifier ident, String clause, String version, JsonNode table) {
         long cut;
         try {
             cut = Long.parseLong(version.trim());
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("VERSION AS OF takes a commit number of the table's stream, not '"
-                    + version + "'");
+            throw Refusal.invalid(clause + " '" + version + "' of " + qualified(ident)
+                    + ": a version is a commit number of the table's stream");
         }
-        return toTable(ident, getTable(ident)).at("streamcat.cut", Long.toString(cut));
+        JsonNode stream = table.path("stream");
+        long last = stream.path("lastCommit").asLong(0);
+        long retained = stream.path("retainedFrom").asLong(0);
+        if (cut > last || cut < 0) {
+            throw Refusal.invalid(clause + " " + cut + " of " + qualified(ident) + ": the table's versions are "
+                    + (last == 0 ? "0 only (nothing committed yet)" : retained + " to " + last + " (its latest commit)"));
+        }
+        if (cut < retained) {
+            throw Refusal.invalid(clause + " " + cut + " of " + qualified(ident) + ": version " + cut
+                    + " has expired; the table keeps versions " + retained + " to " + last);
+        }
+        return cut;
+    }
+
+    /** The table as SQL names it in this catalog: {@code streamcat.shop.orders}. */
+    private String qualified(Identifier ident) {
+        return name + "." + String.join(".", ident.namespace()) + "." + ident.name();
     }
 
     /** {@code TIMESTAMP AS OF t}: the table as of its last commit at or before t (microseconds). */
     @Override
     public Table loadTable(Identifier ident, long timestamp) throws NoSuchTableException {
-        return toTable(ident, getTable(ident)).at("streamcat.asoftime", Long.toString(Math.floorDiv(timestamp, 1000L)));
+        return toTable(ident, getTable(ident)).at(OptionKeys.AS_OF_TIME, Long.toString(Math.floorDiv(timestamp, 1000L)));
     }
 
     private StreamcatTable toTable(Identifier ident, JsonNode json) {
         // A schema made before its table's first column change has no field ids yet: it gets the ones that
         // change will give it, so that Spark's writers put them in every file from the first on.
-        StructType schema = NativeScan.withPositionalIds((StructType) DataType.fromJson(json.path("schema").toString()));
+        StructType schema = FieldIds.withPositionalIds((StructType) DataType.fromJson(json.path("schema").toString()));
         JsonNode stream = json.path("stream");
         JsonNode version = json.path("schemaVersion");
         Map<String, String> properties = new LinkedHashMap<>();
@@ -353,9 +370,10 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         properties.put("compatibility", "Advanced".equals(compatibility.path("policy").asText())
                 ? compatibility.toString() : compatibility.path("policy").asText());
         properties.put(SEGMENTS, stream.path("scalingPolicy").path("minSegments").asText("1"));
-        properties.put("streamcat.schema.version", version.path("version").asText());
-        properties.put("streamcat.schema.id", version.path("id").asText());
+        properties.put(OptionKeys.SCHEMA_VERSION, version.path("version").asText());
+        properties.put(OptionKeys.SCHEMA_ID, version.path("id").asText());
         properties.put("streamcat.table.version", json.path("version").asText());
+        Constraints.putChecks(json, properties);
         if (StreamcatMaterialized.isMaterialized(properties)) {
             properties.putAll(materialized.describe(ident.namespace()[0], ident.name()));
         }
@@ -366,9 +384,9 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         options.put("stream", ident.name());
         options.put("location", stream.path("location").asText());
         options.put("format", json.path("format").asText());
-        options.put("streamcat.schema.type", version.path("type").asText());
-        options.put("streamcat.schema.version", version.path("version").asText());
-        options.put("streamcat.schema.id", version.path("id").asText());
+        options.put(OptionKeys.SCHEMA_TYPE, version.path("type").asText());
+        options.put(OptionKeys.SCHEMA_VERSION, version.path("version").asText());
+        options.put(OptionKeys.SCHEMA_ID, version.path("id").asText());
         // Credentials go to the Python source's options only, never into the properties DESCRIBE shows.
         options.putAll(credentials.sourceOptions());
         if (!nativeScan) {
@@ -404,14 +422,14 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         List<StructField> fields = new ArrayList<>();
         for (Column column : columns) {
             if (column.generationExpression() != null || column.identityColumnSpec() != null) {
-                throw new UnsupportedOperationException(
+                throw Refusal.unsupported(
                         "streamcat tables do not support generated or identity columns (column " + column.name() + ")");
             }
             MetadataBuilder metadata = new MetadataBuilder();
             if (column.metadataInJSON() != null) {
                 metadata.withMetadata(Metadata.fromJson(column.metadataInJSON()));
                 // A new table's columns are new: ids they carry from a query's source tables mean nothing here.
-                metadata.remove(NativeScan.FIELD_ID);
+                metadata.remove(FieldIds.FIELD_ID);
             }
             if (column.comment() != null) {
                 metadata.putString("comment", column.comment());
@@ -424,15 +442,21 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         return new StructType(fields.toArray(new StructField[0]));
     }
 
-    /** CREATE TABLE with constraints: a PRIMARY KEY becomes the 'primary-key' property; others are refused. */
+    /**
+     * CREATE TABLE with constraints: a PRIMARY KEY becomes the 'primary-key' property, a CHECK a property of
+     * {@link Constraints}; others are refused.
+     */
     @Override
     public Table createTable(Identifier ident, TableInfo info) throws TableAlreadyExistsException,
             NoSuchNamespaceException {
         Map<String, String> properties = new LinkedHashMap<>(info.properties());
         for (Constraint constraint : info.constraints()) {
+            if (Constraints.put(constraint, properties)) {
+                continue;
+            }
             if (!(constraint instanceof PrimaryKey key)) {
-                throw new UnsupportedOperationException("streamcat tables support PRIMARY KEY constraints only, not "
-                        + constraint.toDDL());
+                throw Refusal.unsupported("cannot create " + qualified(ident) + ": streamcat tables support "
+                        + "PRIMARY KEY and CHECK constraints only, not " + constraint.toDDL());
             }
             List<String> columns = new ArrayList<>();
             for (NamedReference column : key.columns()) {
@@ -440,7 +464,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             }
             String declared = properties.get(PRIMARY_KEY);
             if (declared != null && !declared.replace(" ", "").equals(String.join(",", columns))) {
-                throw new IllegalArgumentException("the table declares two different primary keys: CONSTRAINT "
+                throw Refusal.invalid(qualified(ident) + " declares two different primary keys: CONSTRAINT "
                         + key.name() + " PRIMARY KEY (" + String.join(", ", columns) + ") and TBLPROPERTIES '"
                         + PRIMARY_KEY + "' = '" + declared + "'");
             }
@@ -466,8 +490,8 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         String provider = props.remove(TableCatalog.PROP_PROVIDER);
         String format = provider == null ? "avro" : provider.toLowerCase(Locale.ROOT);
         if (!FORMATS.contains(format)) {
-            throw new IllegalArgumentException("streamcat tables are USING avro (the default), protobuf or json, not "
-                    + provider + " (DataFrameWriter.saveAsTable names spark.sql.sources.default when it is given no "
+            throw Refusal.invalid("cannot create " + qualified(ident) + " USING " + provider + ": streamcat "
+                    + "tables are USING avro (the default), protobuf or json (DataFrameWriter.saveAsTable names spark.sql.sources.default when it is given no "
                     + "format: add .format(\"avro\"), or use df.writeTo(...))");
         }
         String location = props.remove(TableCatalog.PROP_LOCATION);
@@ -496,7 +520,8 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             try {
                 count = Integer.parseInt(segments.trim());
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("TBLPROPERTIES 'segments' must be a number, not '" + segments + "'");
+                throw Refusal.invalid("cannot create " + qualified(ident) + ": TBLPROPERTIES 'segments' must be a "
+                        + "number, not '" + segments + "'");
             }
             body.set("scalingPolicy", CatalogRestClient.object().put("minSegments", count));
         }
@@ -504,7 +529,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             body.put("location", location);
         }
         try {
-            return toTable(ident, client.call("POST", scopePath(ident.namespace()[0]) + "/tables", body));
+            return toTable(ident, client.call("POST", CatalogRestClient.tablesPath(ident.namespace()[0]), body));
         } catch (CatalogApiException e) {
             if (e.isConflict() && "AlreadyExists".equals(e.code)) {
                 throw new TableAlreadyExistsException(ident);
@@ -512,7 +537,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(ident.namespace());
             }
-            throw badRequest(e);
+            throw e;
         }
     }
 
@@ -529,7 +554,7 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
             if (e.isNotFound()) {
                 throw new NoSuchTableException(ident);
             }
-            throw badRequest(e);
+            throw e;
         }
     }
 
@@ -566,11 +591,37 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         }
     }
 
-    /** The change feed of a table between two versions or times ({@link StreamcatChangelog}). */
+    /**
+     * The change feed of a table between two versions or times ({@link StreamcatChangelog}); a range that
+     * is reversed, empty, or reaches past the latest commit is refused with the table's versions.
+     */
     @Override
     public Changelog loadChangelog(Identifier ident, ChangelogContext context, CaseInsensitiveStringMap options)
             throws NoSuchTableException {
-        return new StreamcatChangelog(toTable(ident, getTable(ident)), context);
+        JsonNode table = getTable(ident);
+        ChangelogRange range = context.range();
+        if (range instanceof ChangelogRange.VersionRange v) {
+            long from = version(ident, "CHANGES FROM VERSION", v.startingVersion(), table);
+            if (v.endingVersion().isPresent()) {
+                long to = version(ident, "CHANGES TO VERSION", v.endingVersion().get(), table);
+                checkRange(ident, "VERSION " + from, "VERSION " + to, Long.compare(from, to), range);
+            }
+        } else if (range instanceof ChangelogRange.TimestampRange t && t.endingTimestamp().isPresent()) {
+            checkRange(ident, "TIMESTAMP " + Instant.EPOCH.plus(t.startingTimestamp(), ChronoUnit.MICROS),
+                    "TIMESTAMP " + Instant.EPOCH.plus(t.endingTimestamp().get(), ChronoUnit.MICROS),
+                    Long.compare(t.startingTimestamp(), t.endingTimestamp().get()), range);
+        }
+        return new StreamcatChangelog(toTable(ident, table), context);
+    }
+
+    /** Refuses a change feed range whose start ({@code order} against its end) leaves nothing in it. */
+    private void checkRange(Identifier ident, String from, String to, int order, ChangelogRange range) {
+        boolean bothInclusive = range.startingBoundInclusive() && range.endingBoundInclusive();
+        if (order > 0 || (order == 0 && !bothInclusive)) {
+            throw Refusal.invalid("CHANGES FROM " + from + " TO " + to + " of " + qualified(ident) + (order > 0
+                    ? " is a reversed range: it starts after it ends" : " is an empty range: its one version is a "
+                    + "bound it excludes") + ", so it holds no change");
+        }
     }
 
     @Override
@@ -654,16 +705,9 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
 
     @Override
     public void renameTable(Identifier oldIdent, Identifier newIdent) {
-        throw new UnsupportedOperationException("streamcat cannot rename tables: a table's name is also the name of "
+        throw Refusal.unsupported("cannot rename " + qualified(oldIdent) + ": a table's name is also the name of "
                 + "its stream and of its schema group, which producers and readers use. Copy it instead: "
-                + "CREATE TABLE " + newIdent + " AS SELECT * FROM " + oldIdent + ", then DROP TABLE " + oldIdent);
-    }
-
-    /** A refusal of the server as the exception Spark shows for bad statements, reasons included. */
-    private static RuntimeException badRequest(CatalogApiException e) {
-        if (e.status == 400 || e.status == 409 || e.status == 417) {
-            return new IllegalArgumentException(e.getMessage(), e);
-        }
-        return e;
+                + "CREATE TABLE " + (newIdent.namespace().length == 1 ? qualified(newIdent) : newIdent) + " AS SELECT * FROM " + qualified(oldIdent)
+                + ", then DROP TABLE " + qualified(oldIdent));
     }
 }

@@ -29,10 +29,10 @@ import java.util.Map;
  * table has no row identity across commits, so its updates show as a delete and an insert.
  */
 final class StreamcatChangelog implements Changelog {
-    static final String FROM = "streamcat.changes.from";
-    static final String FROM_INCLUSIVE = "streamcat.changes.frominclusive";
-    static final String TO = "streamcat.changes.to";
-    static final String TO_INCLUSIVE = "streamcat.changes.toinclusive";
+    static final String FROM = OptionKeys.CHANGES_FROM;
+    static final String FROM_INCLUSIVE = OptionKeys.CHANGES_FROM_INCLUSIVE;
+    static final String TO = OptionKeys.CHANGES_TO;
+    static final String TO_INCLUSIVE = OptionKeys.CHANGES_TO_INCLUSIVE;
 
     private final StreamcatTable table;
     private final ChangelogRange range;

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.spark.SparkThrowable;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -46,11 +47,11 @@ final class StreamcatMaterialized {
     static final String PROPERTY = "streamcat.materialized";
     /** Write options that make a write a refresh's (the Python writer turns them into commit properties). */
     static final String HOLDER_PROPERTY = "streamcat.materialized.holder";
-    static final String HOLDER_OPTION = "streamcat.commit.property." + HOLDER_PROPERTY;
-    static final String CUTS_OPTION = "streamcat.commit.property.streamcat.materialized.cuts";
+    static final String HOLDER_OPTION = OptionKeys.COMMIT_PROPERTY + HOLDER_PROPERTY;
+    static final String CUTS_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.cuts";
     /** Commit properties of a refresh: how continuous mode maintains the query, and how this refresh was made. */
-    static final String PLAN_OPTION = "streamcat.commit.property.streamcat.materialized.plan";
-    static final String METHOD_OPTION = "streamcat.commit.property.streamcat.materialized.method";
+    static final String PLAN_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.plan";
+    static final String METHOD_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.method";
     private static final long DEFAULT_LEASE_SECONDS = 60;
 
     /** Sources pinned at cuts for the refresh running on this thread: "catalog.scope.table" to cut. */
@@ -85,8 +86,8 @@ final class StreamcatMaterialized {
     }
 
     /** The refusal of a user's write into a materialized table. */
-    static UnsupportedOperationException refusal(String table) {
-        return new UnsupportedOperationException(table + " is a materialized table: its content is the result of "
+    static RuntimeException refusal(String table) {
+        return Refusal.unsupported(table + " is a materialized table: its content is the result of "
                 + "its query, written only by its refreshes. Change the query with CALL <catalog>.system."
                 + "alter_materialized_table(table => ..., query => ...), or refresh it with "
                 + "CALL <catalog>.system.refresh_materialized_table(table => ...)");
@@ -115,6 +116,13 @@ final class StreamcatMaterialized {
             .add("outcome", DataTypes.StringType).add("commit", DataTypes.LongType).add("cuts", DataTypes.StringType)
             .add("duration_ms", DataTypes.LongType).add("method", DataTypes.StringType);
 
+    private static final StructType DROPPED = new StructType().add("table", DataTypes.StringType)
+            .add("dropped", DataTypes.BooleanType);
+    private static final StructType LISTED = new StructType().add("table", DataTypes.StringType)
+            .add("refresh_mode", DataTypes.StringType).add("freshness", DataTypes.StringType)
+            .add("status", DataTypes.StringType).add("lag_seconds", DataTypes.LongType)
+            .add("stale", DataTypes.BooleanType);
+
     void register(Registry registry, TableArgument tables) {
         ProcedureParameter table = string("table", "scope.table", null);
         registry.add("create_materialized_table",
@@ -127,7 +135,10 @@ final class StreamcatMaterialized {
                                 + "continuous or full", "'auto'"),
                         string("primary_key", "comma-separated key columns (a primary-key table)", "NULL"),
                         ProcedureParameter.in("initialize", DataTypes.BooleanType).defaultValue("true")
-                                .comment("run the first refresh now").build()),
+                                .comment("run the first refresh now").build(),
+                        string("comment", "the table's comment", "NULL"),
+                        ProcedureParameter.in("if_not_exists", DataTypes.BooleanType).defaultValue("false")
+                                .comment("leave an existing materialized table of that name as it is").build()),
                 STATE, args -> create(tables.of(args), args));
         registry.add("refresh_materialized_table",
                 "Refresh a materialized table now if a source has commits past the cuts it reflects (always with "
@@ -157,8 +168,22 @@ final class StreamcatMaterialized {
                         + "recomputes.",
                 List.of(table, string("freshness", "the new freshness", "NULL"),
                         string("refresh_mode", "auto, continuous or full", "NULL"),
-                        string("query", "the new query", "NULL")),
+                        string("query", "the new query", "NULL"),
+                        ProcedureParameter.in("keep_columns", DataTypes.BooleanType).defaultValue("false")
+                                .comment("as Flink's ALTER MATERIALIZED TABLE ... AS: the new query keeps every "
+                                        + "column's name, place and type, and may only add columns at the end")
+                                .build()),
                 STATE, args -> alter(tables.of(args), args));
+        registry.add("drop_materialized_table",
+                "Drop a materialized table (its definition, refreshes and data); refuses a table that is not one.",
+                List.of(table, ProcedureParameter.in("if_exists", DataTypes.BooleanType).defaultValue("false")
+                        .comment("do nothing when no such materialized table exists").build()),
+                DROPPED, args -> drop(tables.of(args), !args.isNullAt(1) && args.getBoolean(1)));
+        registry.add("show_materialized_tables",
+                "List the materialized tables of a namespace with their freshness, refresh mode, status and lag.",
+                List.of(string("namespace", "the namespace (default: the session's current one)", "NULL")),
+                LISTED, args -> show(args.isNullAt(0) ? SparkSession.active().catalog().currentDatabase()
+                        : args.getUTF8String(0).toString()));
     }
 
     private static ObjectNode action(String action) {
@@ -166,8 +191,7 @@ final class StreamcatMaterialized {
     }
 
     private String path(String[] table) {
-        return "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/materializedTables/"
-                + CatalogRestClient.segment(table[1]);
+        return CatalogRestClient.materializedTablePath(table[0], table[1]);
     }
 
     private InternalRow[] state(String[] table, ObjectNode change) {
@@ -220,8 +244,17 @@ final class StreamcatMaterialized {
         if (query == null || freshness == null) {
             throw new IllegalArgumentException("create_materialized_table needs query => and freshness =>");
         }
+        if (!args.isNullAt(7) && args.getBoolean(7)) {
+            JsonNode existing = existing(table);
+            if (existing != null) {
+                return new InternalRow[] {stateRow(table, existing)};
+            }
+        }
         ObjectNode body = analyze(query);
         body.put("tableName", table[1]);
+        if (text(args, 6) != null) {
+            body.put("comment", text(args, 6));
+        }
         body.put("freshness", freshness);
         body.put("refreshMode", text(args, 3) == null ? "auto" : text(args, 3).trim().toLowerCase());
         ArrayNode key = CatalogRestClient.array();
@@ -233,8 +266,7 @@ final class StreamcatMaterialized {
             }
         }
         body.set("primaryKey", key);
-        JsonNode created = call("POST", "/v1/scopes/" + CatalogRestClient.segment(table[0]) + "/materializedTables",
-                body);
+        JsonNode created = call("POST", CatalogRestClient.materializedTablesPath(table[0]), body);
         if (args.isNullAt(5) || args.getBoolean(5)) {
             refresh(table, null, DEFAULT_LEASE_SECONDS * 1000, false);
             created = client.get(path(table));
@@ -251,10 +283,88 @@ final class StreamcatMaterialized {
             body.put("refreshMode", text(args, 2).trim().toLowerCase());
         }
         if (text(args, 3) != null) {
-            body.set("query", analyze(text(args, 3)));
+            ObjectNode query = analyze(text(args, 3));
+            if (!args.isNullAt(4) && args.getBoolean(4)) {
+                keepsColumns(table, (StructType) DataType.fromJson(query.path("schema").toString()));
+            }
+            body.set("query", query);
         }
         return new InternalRow[] {stateRow(table, call("PATCH", path(table), body))};
     }
+
+    /** The materialized table's state, or null when there is none of that name (a plain table is refused). */
+    private JsonNode existing(String[] table) {
+        try {
+            return client.get(path(table));
+        } catch (CatalogApiException e) {
+            if (!e.isNotFound()) {
+                throw e;
+            }
+        }
+        try {
+            client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        } catch (CatalogApiException e) {
+            if (e.isNotFound()) {
+                return null;
+            }
+            throw e;
+        }
+        throw Refusal.invalid(table[0] + "." + table[1] + " exists and is not a materialized table");
+    }
+
+    /**
+     * Flink's rule for {@code ALTER MATERIALIZED TABLE ... AS}: the new query's columns start with the table's,
+     * same names, same order, same types; only columns at the end may be new (the analysis makes them nullable).
+     */
+    private void keepsColumns(String[] table, StructType next) {
+        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        StructType current = (StructType) DataType.fromJson(described.path("schema").toString());
+        String name = table[0] + "." + table[1];
+        for (int i = 0; i < current.fields().length; i++) {
+            var column = current.fields()[i];
+            if (i >= next.fields().length) {
+                throw Refusal.invalid("ALTER MATERIALIZED TABLE " + name + " AS: the new query drops column "
+                        + column.name() + "; only new columns at the end may change the table's columns");
+            }
+            var now = next.fields()[i];
+            if (!now.name().equalsIgnoreCase(column.name())) {
+                throw Refusal.invalid("ALTER MATERIALIZED TABLE " + name + " AS: column " + column.name()
+                        + " is column " + (i + 1) + " of the table, but the new query puts " + now.name()
+                        + " there; columns may not be dropped, renamed or reordered");
+            }
+            if (!now.dataType().sameType(column.dataType())) {
+                throw Refusal.invalid("ALTER MATERIALIZED TABLE " + name + " AS: column " + column.name()
+                        + " would change type from " + column.dataType().sql() + " to " + now.dataType().sql());
+            }
+        }
+    }
+
+    private InternalRow[] drop(String[] table, boolean ifExists) {
+        String name = table[0] + "." + table[1];
+        JsonNode existing = existing(table);
+        if (existing == null) {
+            if (ifExists) {
+                return new InternalRow[] {new GenericInternalRow(new Object[] {UTF8String.fromString(name), false})};
+            }
+            throw Refusal.notFound("no materialized table " + name);
+        }
+        SparkSession.active().sql("DROP TABLE " + quoted(catalog, table[0], table[1]));
+        return new InternalRow[] {new GenericInternalRow(new Object[] {UTF8String.fromString(name), true})};
+    }
+
+    private InternalRow[] show(String namespace) {
+        List<InternalRow> rows = new ArrayList<>();
+        for (JsonNode mt : client.pages(CatalogRestClient.materializedTablesPath(namespace), "materializedTables")) {
+            rows.add(new GenericInternalRow(new Object[] {
+                UTF8String.fromString(namespace + "." + mt.path("tableName").asText()),
+                UTF8String.fromString(mt.path("effectiveRefreshMode").asText()),
+                UTF8String.fromString(mt.path("freshnessMs").asLong() / 1000 + " seconds"),
+                UTF8String.fromString(mt.path("status").asText()), mt.path("lagMs").asLong() / 1000,
+                mt.path("stale").asBoolean()}));
+        }
+        return rows.toArray(new InternalRow[0]);
+    }
+
 
     /** A call whose refusal (bad query, incompatible schema, name taken) is shown as a bad statement. */
     private JsonNode call(String method, String path, JsonNode body) {
@@ -336,17 +446,41 @@ final class StreamcatMaterialized {
             heartbeat.stop();
             report(table, body);
             return new Outcome("succeeded", commit, cutsJson, duration, method);
-        } catch (RuntimeException e) {
+        } catch (Throwable e) {
+            // Throwable: Spark's AnalysisException (a source's column dropped) is a checked exception that
+            // Scala throws undeclared, and an Error must not leave the lease held and the failure unrecorded.
             heartbeat.stop();
-            String message = e.getMessage() == null ? e.toString() : e.getMessage();
+            String message = firstLine(e);
             try {
                 report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "failed")
-                        .put("error", message.length() > 60000 ? message.substring(0, 60000) : message));
+                        .put("error", message.length() > 8000 ? message.substring(0, 8000) : message));
             } catch (RuntimeException lost) {
                 e.addSuppressed(lost);  // the lease went to another refresher, or the table was dropped
             }
-            throw e;
+            if (e instanceof Error error) {
+                throw error;
+            }
+            throw failed(table, e);
         }
+    }
+
+    /** The first line of a failure's message (Spark's analysis errors add the query's plan below it). */
+    static String firstLine(Throwable e) {
+        String message = e.getMessage() == null || e.getMessage().isBlank() ? e.toString() : e.getMessage().strip();
+        int end = message.indexOf('\n');
+        return (end < 0 ? message : message.substring(0, end)).strip();
+    }
+
+    /**
+     * A failed refresh as the statement's one-line error: the materialized table and the cause, under the
+     * cause's SQLSTATE when it has one (42703 for a column a source no longer has).
+     */
+    private static Refusal failed(String[] table, Throwable cause) {
+        String state = cause instanceof SparkThrowable t && t.getSqlState() != null && !t.getSqlState().startsWith("XX")
+                ? t.getSqlState() : "55000";
+        String text = firstLine(cause).replaceFirst("\\s*SQLSTATE: \\w+.*$", "");
+        return new Refusal("STREAMCAT_REFRESH_FAILED", state, "the refresh of materialized table " + table[0] + "."
+                + table[1] + " failed: " + text, cause);
     }
 
     private String quoted(String... parts) {
@@ -419,7 +553,7 @@ final class StreamcatMaterialized {
             }
             var writer = result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
                     .option(PLAN_OPTION, plan.describe()).option(METHOD_OPTION, method)
-                    .option("streamcat.expectedlastcommit", Long.toString(base));
+                    .option(OptionKeys.EXPECTED_LAST_COMMIT, Long.toString(base));
             if (step != null && step.fallback() == null && step.append()) {
                 writer.append();
             } else {
@@ -575,16 +709,21 @@ final class StreamcatMaterialized {
         out.put("materialized.status", mt.path("status").asText());
         out.put("materialized.cuts", CatalogRestClient.JSON.valueToTree(cuts).toString());
         out.put("materialized.refresh_commit", mt.path("refreshCommit").asText());
-        out.put("materialized.last_refresh_at", mt.path("lastRefreshAt").asText("null"));
+        out.put("materialized.last_refresh_at", isoTime(mt.path("lastRefreshAt")));
         out.put("materialized.last_refresh_duration_ms", mt.path("lastRefreshDurationMs").asText("null"));
         out.put("materialized.last_refresh_method", mt.path("lastRefreshMethod").asText("null"));
         out.put("materialized.lag", mt.path("lagMs").asLong() / 1000.0 + " seconds");
         out.put("materialized.stale", mt.path("stale").asText());
         if (!mt.path("lastError").isNull()) {
             out.put("materialized.last_error", mt.path("lastError").asText());
-            out.put("materialized.last_error_at", mt.path("lastErrorAt").asText());
+            out.put("materialized.last_error_at", isoTime(mt.path("lastErrorAt")));
         }
         return out;
+    }
+
+    /** A time of the server (epoch milliseconds) as ISO-8601 UTC text, {@code null} when there is none. */
+    private static String isoTime(JsonNode millis) {
+        return millis.canConvertToLong() ? java.time.Instant.ofEpochMilli(millis.asLong()).toString() : "null";
     }
 
 }

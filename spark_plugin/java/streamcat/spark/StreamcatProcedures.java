@@ -18,6 +18,7 @@ import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
+import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -59,8 +60,9 @@ final class StreamcatProcedures {
                 List.of(ProcedureParameter.in("table", DataTypes.StringType).comment("scope.table").build(),
                         ProcedureParameter.in("rows_per_chunk", DataTypes.LongType).defaultValue("1000000")
                                 .comment("rows per written chunk").build()),
-                new StructType().add("table", DataTypes.StringType).add("base_cut", DataTypes.LongType)
-                        .add("commit", DataTypes.LongType).add("rows", DataTypes.LongType),
+                new StructType().add("table", DataTypes.StringType).add("compacted_version", DataTypes.LongType)
+                        .add("compaction_commit", DataTypes.LongType).add("rows", DataTypes.LongType)
+                        .add("outcome", DataTypes.StringType),
                 this::compact));
         add(new Definition("expire_snapshots",
                 "Make the cuts of a table older than a time (keeping the last n) unreadable, so that "
@@ -71,7 +73,7 @@ final class StreamcatProcedures {
                                 .comment("expire cuts committed before this time (default: 5 days ago)").build(),
                         ProcedureParameter.in("retain_last", DataTypes.IntegerType).defaultValue("NULL")
                                 .comment("always keep this many newest cuts (default: 1)").build()),
-                new StructType().add("table", DataTypes.StringType).add("retained_from", DataTypes.LongType),
+                new StructType().add("table", DataTypes.StringType).add("oldest_readable_version", DataTypes.LongType),
                 this::expireSnapshots));
         add(new Definition("set_partitioning",
                 "Make a partitioning (PARTITIONED BY's text: 'days(ts), bucket(8, id), region'; empty: "
@@ -91,11 +93,32 @@ final class StreamcatProcedures {
         procedures.put(definition.name(), definition);
     }
 
+    /**
+     * A procedure's description followed by its parameters (name, type, default, comment): DESCRIBE PROCEDURE
+     * of Spark 4.3 prints a procedure's name and description only, so this is where SQL users find them.
+     */
+    static String describe(String description, List<ProcedureParameter> parameters) {
+        List<String> listed = new ArrayList<>();
+        for (ProcedureParameter p : parameters) {
+            String text = p.name() + " " + p.dataType().sql();
+            if (p.defaultValue() == null) {
+                text += " (required)";
+            } else {
+                text += " DEFAULT " + p.defaultValue().getSql();
+            }
+            if (p.comment() != null && !p.comment().isBlank()) {
+                text += ": " + p.comment();
+            }
+            listed.add(text);
+        }
+        return description + " Parameters: " + String.join("; ", listed) + ".";
+    }
+
     UnboundProcedure load(Identifier ident) {
         UnboundProcedure found = ident.namespace().length == 1 && NAMESPACE.equals(ident.namespace()[0])
                 ? procedures.get(ident.name()) : null;
         if (found == null) {
-            throw new IllegalArgumentException("streamcat has no procedure " + String.join(".", ident.namespace())
+            throw Refusal.notFound("streamcat has no procedure " + String.join(".", ident.namespace())
                     + "." + ident.name() + "; it has " + NAMESPACE + "." + String.join(", " + NAMESPACE + ".",
                     procedures.keySet()));
         }
@@ -148,8 +171,12 @@ final class StreamcatProcedures {
         for (JsonNode chunk : snapshot.path("chunks")) {
             rows += chunk.path("eventCount").asLong();
         }
-        if (base == 0 || alreadyCompact(table, base)) {
-            return new InternalRow[] {new GenericInternalRow(new Object[] {name, base, null, rows})};
+        if (base == 0) {
+            return compacted(name, base, null, rows, "nothing to compact: " + name + " has no commit yet");
+        }
+        if (alreadyCompact(table, base)) {
+            return compacted(name, base, null, rows, "nothing to compact at version " + base
+                    + ": its newest commit is a compaction already");
         }
         List<String> key = StreamcatCatalog.primaryKeyOf(info);
         SparkSession spark = SparkSession.active();
@@ -164,10 +191,10 @@ final class StreamcatProcedures {
             state = state.coalesce(partitions);
         }
         try {
-            state.writeTo(target).option("streamcat.compact.base", Long.toString(base))
+            state.writeTo(target).option(OptionKeys.COMPACT_BASE, Long.toString(base))
                     .option("rowsPerChunk", Long.toString(rowsPerChunk)).append();
         } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
-            throw new IllegalArgumentException("no table " + table[0] + "." + table[1], e);
+            throw Refusal.notFound("no table " + table[0] + "." + table[1]);
         }
         Long commit = null;
         for (JsonNode c : client.get(streamPath(table) + "/commits?after=" + base + "&limit=1000").path("commits")) {
@@ -175,7 +202,14 @@ final class StreamcatProcedures {
                 commit = c.path("number").asLong();
             }
         }
-        return new InternalRow[] {new GenericInternalRow(new Object[] {name, base, commit, rows})};
+        return compacted(name, base, commit, rows, commit == null
+                ? "nothing to compact at version " + base + ": a compaction of it was committed meanwhile"
+                : "compacted version " + base + " into commit " + commit);
+    }
+
+    private static InternalRow[] compacted(UTF8String table, long base, Long commit, long rows, String outcome) {
+        return new InternalRow[] {new GenericInternalRow(new Object[] {table, base, commit, rows,
+            UTF8String.fromString(outcome)})};
     }
 
     /** Whether the newest commit at {@code base} is itself a compaction: then there is nothing to do. */
@@ -204,8 +238,7 @@ final class StreamcatProcedures {
             throw new IllegalArgumentException("set_partitioning needs partitioning => 'days(ts), bucket(8, id)' "
                     + "(the transforms of PARTITIONED BY; '' makes the table unpartitioned)");
         }
-        ObjectNode change = CatalogRestClient.object().put("op", "setPartitioning")
-                .put("partitioning", args.getUTF8String(1).toString().trim());
+        ObjectNode change = TableChanges.setPartitioning(args.getUTF8String(1).toString().trim());
         ObjectNode body = CatalogRestClient.object();
         body.set("changes", CatalogRestClient.array().add(change));
         JsonNode answer;
@@ -213,11 +246,11 @@ final class StreamcatProcedures {
             answer = client.call("PATCH", CatalogRestClient.tablePath(table[0], table[1]), body);
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
-                throw new IllegalArgumentException("no table " + table[0] + "." + table[1] + ": " + e.getMessage(), e);
+                throw Refusal.notFound("no table " + table[0] + "." + table[1] + ": " + e.text());
             }
             if (e.status == 400 || e.status == 409) {
-                throw new IllegalArgumentException("cannot partition " + table[0] + "." + table[1] + " by '"
-                        + change.path("partitioning").asText() + "': " + e.getMessage(), e);
+                throw Refusal.invalid("cannot partition " + table[0] + "." + table[1] + " by '"
+                        + change.path("partitioning").asText() + "': " + e.text());
             }
             throw e;
         }
@@ -237,9 +270,16 @@ final class StreamcatProcedures {
         }
     }
 
-    /** A procedure whose parameters are fixed: binding it only checks the arguments' types. */
+    /**
+     * A procedure whose parameters are fixed: binding it only checks the arguments' types. Its description
+     * lists its parameters ({@link #describe}); a refusal it makes reaches the user as one line ({@link Refusal}).
+     */
     private record Definition(String name, String description, List<ProcedureParameter> declared, StructType result,
                               Function<InternalRow, InternalRow[]> body) implements UnboundProcedure, BoundProcedure {
+        Definition {
+            description = describe(description, declared);
+        }
+
         @Override
         public BoundProcedure bind(StructType inputType) {
             return this;
@@ -257,7 +297,14 @@ final class StreamcatProcedures {
 
         @Override
         public Iterator<Scan> call(InternalRow input) {
-            InternalRow[] rows = body.apply(input);
+            InternalRow[] rows;
+            try {
+                rows = body.apply(input);
+            } catch (RuntimeException e) {
+                String table = declared.isEmpty() || !"table".equals(declared.get(0).name()) || input.isNullAt(0)
+                        ? "" : input.getUTF8String(0).toString();
+                throw table.isEmpty() ? Refusal.shown(e) : Refusal.about(name + " of " + table, table, e);
+            }
             return List.<Scan>of(new Result(result, rows)).iterator();
         }
     }

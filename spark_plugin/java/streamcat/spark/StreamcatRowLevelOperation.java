@@ -52,7 +52,7 @@ final class StreamcatRowLevelOperation implements SupportsDelta {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-        return table.at("streamcat.cut", Long.toString(table.readCut())).newScanBuilder(options);
+        return table.at(OptionKeys.CUT, Long.toString(table.readCut())).newScanBuilder(options);
     }
 
     @Override
@@ -77,8 +77,8 @@ final class StreamcatRowLevelOperation implements SupportsDelta {
     @Override
     public DeltaWriteBuilder newWriteBuilder(LogicalWriteInfo info) {
         Map<String, String> options = table.writeOptions(info);
-        options.put("streamcat.rowlevel", command.name().toLowerCase(Locale.ROOT));
-        options.put("streamcat.readcut", Long.toString(table.readCut()));
+        options.put(OptionKeys.ROW_LEVEL, command.name().toLowerCase(Locale.ROOT));
+        options.put(OptionKeys.READ_CUT, Long.toString(table.readCut()));
         return new DeltaWrites.Builder(info, options);
     }
 }

@@ -30,7 +30,7 @@ import java.util.Optional;
  * same pruned schema and every filter.
  */
 final class StreamcatScanBuilder implements SupportsPushDownFilters, SupportsPushDownRequiredColumns {
-    static final String FILTERS_OPTION = "streamcat.filters";
+    static final String FILTERS_OPTION = OptionKeys.FILTERS;
 
     private final Map<String, String> options;
     private StructType required;

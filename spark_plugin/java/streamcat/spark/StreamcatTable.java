@@ -18,8 +18,11 @@ import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.connector.expressions.filter.Predicate;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.write.LogicalWriteInfo;
+import org.apache.spark.sql.connector.write.RowLevelOperation;
 import org.apache.spark.sql.connector.write.RowLevelOperationBuilder;
 import org.apache.spark.sql.connector.write.RowLevelOperationInfo;
+import org.apache.spark.sql.connector.write.SupportsTruncate;
+import org.apache.spark.sql.connector.write.Write;
 import org.apache.spark.sql.connector.write.WriteBuilder;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
@@ -36,6 +39,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * A streamcat table as Spark sees it: the catalog's metadata, with reads and writes handed to
@@ -126,7 +130,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
 
     @Override
     public Map<String, String> properties() {
-        return properties;
+        return Constraints.withoutChecks(properties);
     }
 
     @Override
@@ -141,13 +145,14 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
 
     @Override
     public Constraint[] constraints() {
-        if (state.primaryKey().isEmpty()) {
-            return new Constraint[0];
+        List<Constraint> constraints = Constraints.checks(properties);
+        if (!state.primaryKey().isEmpty()) {
+            NamedReference[] columns = state.primaryKey().stream().map(Expressions::column)
+                    .toArray(NamedReference[]::new);
+            constraints.add(0, Constraint.primaryKey(state.constraintName(), columns)
+                    .enforced(true).rely(true).validationStatus(Constraint.ValidationStatus.VALID).build());
         }
-        NamedReference[] columns = state.primaryKey().stream().map(Expressions::column)
-                .toArray(NamedReference[]::new);
-        return new Constraint[] {Constraint.primaryKey(state.constraintName(), columns)
-                .enforced(true).rely(true).validationStatus(Constraint.ValidationStatus.VALID).build()};
+        return constraints.toArray(new Constraint[0]);
     }
 
     @Override
@@ -166,7 +171,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     /** The options of a write: its own, the table's, and the query id. */
     Map<String, String> writeOptions(LogicalWriteInfo info) {
         Map<String, String> merged = merge(info.options());
-        merged.put("streamcat.queryid", info.queryId());
+        merged.put(OptionKeys.QUERY_ID, info.queryId());
         return merged;
     }
 
@@ -185,7 +190,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     /** Refuses a user's write into a materialized table: only its refreshes (and compactions) write it. */
     private void refuseIfMaterialized(Map<String, String> options) {
         if (StreamcatMaterialized.isMaterialized(properties) && !options.containsKey(StreamcatMaterialized.HOLDER_OPTION)
-                && !options.containsKey("streamcat.compact.base")) {
+                && !options.containsKey(OptionKeys.COMPACT_BASE)) {
             throw StreamcatMaterialized.refusal(name);
         }
     }
@@ -194,16 +199,65 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     public WriteBuilder newWriteBuilder(LogicalWriteInfo info) {
         Map<String, String> merged = writeOptions(info);
         refuseIfMaterialized(merged);
-        // Batch writes: Spark's own Parquet writer when NativeWrite allows it; else, and for streams, Python's.
-        // Both see the rows' schema with the table's column metadata (Parquet field ids go into the files).
+        // Both paths see the rows' schema with the table's column metadata (Parquet field ids go into the files).
         StructType rows = (StructType) NativeWrite.withTableMetadata(info.schema(), schema);
-        return NativeWrite.builder(rows, info, merged, state,
+        return new WritePath(rows, info, merged,
                 () -> PythonSourceBridge.writeBuilder(new WriteInfo(info, new CaseInsensitiveStringMap(merged), rows)));
+    }
+
+    /**
+     * Where a write goes, which the table decides: a batch write that {@link NativeWrite#eligible} allows into an
+     * unpartitioned table goes to Spark's own Parquet writer; a partitioned table's rows (split by partition,
+     * one chunk per partition), any other batch write and every stream go to the Python source. Truncation
+     * (INSERT OVERWRITE) applies to both paths.
+     */
+    private final class WritePath implements WriteBuilder, SupportsTruncate {
+        private final StructType rows;
+        private final LogicalWriteInfo info;
+        private final Map<String, String> options;
+        private final Supplier<WriteBuilder> python;
+        private boolean overwrite;
+
+        WritePath(StructType rows, LogicalWriteInfo info, Map<String, String> options, Supplier<WriteBuilder> python) {
+            this.rows = rows;
+            this.info = info;
+            this.options = options;
+            this.python = python;
+        }
+
+        @Override
+        public WriteBuilder truncate() {
+            overwrite = true;
+            return this;
+        }
+
+        /** The Python source's write of the same rows (truncating if this one does). */
+        private Write pythonWrite() {
+            WriteBuilder builder = python.get();
+            if (overwrite) {
+                builder = ((SupportsTruncate) builder).truncate();
+            }
+            return builder.build();
+        }
+
+        @Override
+        public Write build() {
+            if (state.partitioned() || !NativeWrite.eligible(rows, options)) {
+                return pythonWrite();
+            }
+            return NativeWrite.write(rows, info, options, state, overwrite, this::pythonWrite);
+        }
     }
 
     @Override
     public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
         refuseIfMaterialized(Map.of());
+        if ("aggregation".equalsIgnoreCase(properties.getOrDefault("merge-engine", ""))
+                && info.command() != RowLevelOperation.Command.DELETE) {
+            // a row an UPDATE or MERGE writes would be one more input of the aggregates, not their new value
+            throw Refusal.unsupported(info.command() + " of " + name + ": an aggregation table's rows are the "
+                    + "aggregates of what was inserted; INSERT adds inputs and DELETE removes a key's row");
+        }
         return StreamcatRowLevelOperation.builder(this, info);
     }
 
@@ -291,14 +345,14 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
 
     @Override
     public void createPartition(InternalRow ident, Map<String, String> properties) {
-        throw new UnsupportedOperationException("streamcat tables have no empty partitions: a partition of " + name
+        throw Refusal.unsupported("streamcat tables have no empty partitions: a partition of " + name
                 + " exists while its chunks hold rows of it, so write rows (INSERT INTO) instead of ADD PARTITION "
                 + Partitioning.describe(ident, partitionSchema));
     }
 
     @Override
     public void replacePartitionMetadata(InternalRow ident, Map<String, String> properties) {
-        throw new UnsupportedOperationException("streamcat partitions have no properties of their own: set the "
+        throw Refusal.unsupported("streamcat partitions have no properties of their own: set the "
                 + "table's with ALTER TABLE " + name + " SET TBLPROPERTIES");
     }
 
@@ -312,7 +366,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     public boolean dropPartition(InternalRow ident) {
         refuseIfMaterialized(Map.of());
         if (partitionSchema.fields().length == 0) {
-            throw new UnsupportedOperationException(name + " is not partitioned");
+            throw Refusal.unsupported(name + " is not partitioned");
         }
         List<String> paths = new ArrayList<>();
         int others = 0;
@@ -331,7 +385,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
             }
         }
         if (others > 0) {
-            throw new UnsupportedOperationException("cannot drop partition " + Partitioning.describe(ident,
+            throw Refusal.unsupported("cannot drop partition " + Partitioning.describe(ident,
                     partitionSchema) + " of " + name + " by removing its chunks: " + others + " chunk(s) of the table "
                     + "were written under an earlier partitioning (or by a producer) and may hold rows of it too; "
                     + "use DELETE FROM " + name + " WHERE ... instead");

@@ -44,12 +44,9 @@ final class StreamcatViews {
         this.client = client;
     }
 
-    private static String viewsPath(String scope) {
-        return "/v1/scopes/" + CatalogRestClient.segment(scope) + "/views";
-    }
 
     private static String viewPath(Identifier ident) {
-        return viewsPath(ident.namespace()[0]) + "/" + CatalogRestClient.segment(ident.name());
+        return CatalogRestClient.viewsPath(ident.namespace()[0]) + "/" + CatalogRestClient.segment(ident.name());
     }
 
     Identifier[] list(String[] namespace) throws NoSuchNamespaceException {
@@ -58,7 +55,7 @@ final class StreamcatViews {
         }
         List<JsonNode> views;
         try {
-            views = client.pages(viewsPath(namespace[0]), "views");
+            views = client.pages(CatalogRestClient.viewsPath(namespace[0]), "views");
         } catch (CatalogApiException e) {
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(namespace);
@@ -114,9 +111,6 @@ final class StreamcatViews {
             if (e.isNotFound()) {
                 throw new NoSuchNamespaceException(ident.namespace());
             }
-            if (e.status == 400 || e.status == 409) {
-                throw new IllegalArgumentException(e.getMessage(), e);
-            }
             throw e;
         }
     }
@@ -142,7 +136,7 @@ final class StreamcatViews {
             throw new NoSuchViewException(from);
         }
         if (to.namespace().length != 1) {
-            throw new IllegalArgumentException("streamcat namespaces (scopes) have one level, not "
+            throw Refusal.invalid("streamcat namespaces (scopes) have one level, not "
                     + String.join(".", to.namespace()));
         }
         ObjectNode body = CatalogRestClient.object().put("viewName", to.name()).put("scopeName", to.namespace()[0]);
@@ -154,9 +148,6 @@ final class StreamcatViews {
             }
             if ("ViewNotFound".equals(e.code)) {
                 throw new NoSuchViewException(from);
-            }
-            if (e.status == 400 || e.status == 404) {
-                throw new IllegalArgumentException(e.getMessage(), e);
             }
             throw e;
         }

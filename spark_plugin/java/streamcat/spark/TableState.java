@@ -65,23 +65,13 @@ record TableState(List<String> primaryKey, String constraintName, long lastCommi
 
     /** One row-level commit removing whole chunks, read at {@code readCut}, recording {@code operation}. */
     void removeChunks(List<String> paths, long readCut, String operation) {
-        ObjectNode body = CatalogRestClient.object();
-        body.set("chunks", CatalogRestClient.array());
-        ArrayNode removes = body.putArray("removes");
-        paths.forEach(removes::add);
-        body.put("kind", "row-level");
-        body.put("readCut", readCut);
-        body.set("properties", CatalogRestClient.object().put("operation", operation));
-        client.call("POST", streamPath + "/commits", body);
+        CommitBody body = new CommitBody(List.of()).rowLevel(readCut, paths).property("operation", operation);
+        client.call("POST", streamPath + "/commits", body.json());
     }
 
     /** TRUNCATE TABLE: one overwrite commit with no chunks (every row is gone at the next cut). */
     void truncate() {
-        ObjectNode body = CatalogRestClient.object();
-        body.set("chunks", CatalogRestClient.array());
-        body.put("overwrite", true);
-        body.put("kind", "overwrite");
-        body.set("properties", CatalogRestClient.object().put("operation", "TRUNCATE"));
-        client.call("POST", streamPath + "/commits", body);
+        CommitBody body = new CommitBody(List.of()).overwrite(true).property("operation", "TRUNCATE");
+        client.call("POST", streamPath + "/commits", body.json());
     }
 }

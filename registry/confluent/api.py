@@ -20,10 +20,10 @@ from werkzeug.routing import PathConverter
 
 from registry.api.context import access, require
 from registry.api.operations import View, operation
-from registry.confluent import models as m
+from registry.confluent import wire as m
+from registry.confluent.contracts import ContractConfig
 from registry.confluent.errors import (
-    InvalidCompatibilityLevel,
-    InvalidSchema,
+    MalformedRequest,
     SchemaNotFound,
     confluent_code,
     http_error_code,
@@ -53,15 +53,22 @@ _PATH: dict[str, tuple[str, Any]] = {
     "subject_version": ("version", Annotated[str, Field(pattern=r"^([1-9][0-9]{0,9}|latest|-1)$")]),
     "schema_id": ("id", Annotated[int, Field(ge=1, le=2**31 - 1)]),
     "rest": ("path", Annotated[str, Field(min_length=1)]),
+    # the DEK registry (registry/confluent/dek/api.py)
+    "kek": ("name", Annotated[str, Field(min_length=1, max_length=255)]),
+    "dek_version": ("version", Annotated[str, Field(pattern=r"^([1-9][0-9]{0,9}|latest|-1)$")]),
 }
 
 
 def _op(method: str, rule: str, operation_id: str, summary: str, **declaration: Any) -> Callable[[View], View]:
     """:func:`operation` on this blueprint, with the Confluent media type, path names and error body
-    (every route may answer 422: a query argument or subject name it cannot take). Each route
-    declares its ``permission``; one that does not is refused to everyone by the shell."""
+    (every route may answer 422: a query argument or subject name it cannot take; one with a body
+    413: a body over the server's limit). Each route declares its ``permission``; one that does
+    not is refused to everyone by the shell."""
     declaration.setdefault("media_type", _JSON)
-    declaration["errors"] = tuple(sorted({*declaration.get("errors", ()), 422}))
+    errors = {*declaration.get("errors", ()), 422}
+    if declaration.get("body") is not None:
+        errors.add(413)
+    declaration["errors"] = tuple(sorted(errors))
     return operation(bp, method, rule, operation_id, summary, path=_PATH, error_model=m.ConfluentError, **declaration)
 
 
@@ -154,14 +161,6 @@ def _version(svc: ConfluentService, found: SubjectVersion, fmt: str | None) -> m
     return m.ConfluentSchema.of(found, svc.text(found.schema, fmt), references)
 
 
-def _schema(body: m.RegisterSchemaRequest) -> m.RegisterSchemaRequest:
-    if body.metadata and any(body.metadata.values()):
-        raise InvalidSchema("schema metadata (data contracts) is not supported by this registry")
-    if body.rule_set and any(body.rule_set.values()):
-        raise InvalidSchema("schema rule sets (data contracts) are not supported by this registry")
-    return body
-
-
 # -- subjects -----------------------------------------------------------------------------------------
 
 
@@ -178,7 +177,7 @@ def list_subjects(query: m.SubjectsQuery) -> m.Strings:
      errors=(404, 422), permission=READ)
 def look_up(subject: str, query: m.LookupQuery, body: m.RegisterSchemaRequest) -> m.ConfluentSchema:
     svc = service()
-    found = svc.lookup(svc.subject(subject), _schema(body).to_domain(), normalize=query.normalize,
+    found = svc.lookup(svc.subject(subject), body.to_domain(), normalize=query.normalize,
                        deleted=query.deleted)
     return _version(svc, found, query.format)
 
@@ -203,7 +202,7 @@ def list_versions(subject: str, query: m.VersionsQuery) -> m.Numbers:
      media_type=_JSON, errors=(409, 413, 422), permission=WRITE)
 def register(subject: str, query: m.RegisterQuery, body: m.RegisterSchemaRequest) -> m.RegisterSchemaResponse:
     svc = service()
-    schema_id, _number = svc.register(svc.subject(subject), _schema(body).to_domain(), query.normalize)
+    schema_id, _number = svc.register(svc.subject(subject), body.to_domain(), query.normalize)
     return m.RegisterSchemaResponse(id=schema_id)
 
 
@@ -212,6 +211,19 @@ def register(subject: str, query: m.RegisterQuery, body: m.RegisterSchemaRequest
 def get_version(subject: str, subject_version: str, query: m.FormatQuery) -> m.ConfluentSchema:
     svc = service()
     found = svc.version(svc.subject(subject), subject_version, deleted=query.deleted)
+    return _version(svc, found, query.format)
+
+
+@_op("GET", _SUBJECT + "/metadata", "confluentLatestWithMetadata",
+     "The latest version with the given metadata properties (Confluent API)",
+     query=m.MetadataQuery, response=m.ConfluentSchema, errors=(404, 422), permission=READ)
+def latest_with_metadata(subject: str, query: m.MetadataQuery) -> m.ConfluentSchema:
+    keys, values = request.args.getlist("key"), request.args.getlist("value")
+    if len(keys) != len(values):
+        raise MalformedRequest(f"give one value per key: {len(keys)} keys, {len(values)} values")
+    svc = service()
+    found = svc.latest_with_metadata(svc.subject(subject), dict(zip(keys, values, strict=True)),
+                                     deleted=query.deleted)
     return _version(svc, found, query.format)
 
 
@@ -312,7 +324,7 @@ def versions_of_schema(schema_id: str, query: m.UsesQuery) -> m.SubjectVersions:
 def _compatibility(subject: str, version: str | None, query: m.CompatibilityQuery,
                    body: m.RegisterSchemaRequest) -> m.CompatibilityCheck:
     svc = service()
-    reasons = svc.test_compatibility(svc.subject(subject), version, _schema(body).to_domain(),
+    reasons = svc.test_compatibility(svc.subject(subject), version, body.to_domain(),
                                      normalize=query.normalize)
     return m.CompatibilityCheck(is_compatible=not reasons, messages=reasons if query.verbose else None)
 
@@ -336,12 +348,8 @@ def test_compatibility_all(subject: str, query: m.CompatibilityQuery,
 # -- config and mode ------------------------------------------------------------------------------------
 
 
-def _config_request(body: m.ConfigRequest) -> tuple[str | None, bool | None]:
-    unsupported = [name for name in ("compatibility_group", "default_metadata", "override_metadata",
-                                     "default_rule_set", "override_rule_set") if getattr(body, name)]
-    if unsupported:
-        raise InvalidCompatibilityLevel(f"{', '.join(unsupported)} (data contracts) are not supported")
-    return body.compatibility or body.compatibility_level, body.normalize
+def _config_request(body: m.ConfigRequest) -> tuple[str | None, bool | None, ContractConfig]:
+    return body.compatibility or body.compatibility_level, body.normalize, body.contracts()
 
 
 @_op("GET", "/config", "confluentGetConfig", "The registry's configuration",
@@ -353,8 +361,9 @@ def get_global_config() -> m.ConfluentConfig:
 @_op("PUT", "/config", "confluentSetConfig", "Set the registry's configuration",
      body=m.ConfigRequest, response=m.ConfigUpdate, errors=(422,), permission=REGISTRY_ADMIN)
 def set_global_config(body: m.ConfigRequest) -> m.ConfigUpdate:
-    level, normalize = _config_request(body)
-    return m.ConfigUpdate.of(service().set_config(service().subject("", context_only=True), level, normalize))
+    level, normalize, contracts = _config_request(body)
+    return m.ConfigUpdate.of(service().set_config(service().subject("", context_only=True), level, normalize,
+                                                  contracts))
 
 
 @_op("DELETE", "/config", "confluentDeleteConfig", "Reset the registry's configuration",
@@ -373,9 +382,9 @@ def get_config(subject: str, query: m.DefaultToGlobalQuery) -> m.ConfluentConfig
 @_op("PUT", "/config/<subject:subject>", "confluentSetSubjectConfig", "Set a subject's configuration",
      body=m.ConfigRequest, response=m.ConfigUpdate, errors=(422,), permission=ADMIN)
 def set_config(subject: str, body: m.ConfigRequest) -> m.ConfigUpdate:
-    level, normalize = _config_request(body)
+    level, normalize, contracts = _config_request(body)
     svc = service()
-    return m.ConfigUpdate.of(svc.set_config(_scope(subject), level, normalize))
+    return m.ConfigUpdate.of(svc.set_config(_scope(subject), level, normalize, contracts))
 
 
 @_op("DELETE", "/config/<subject:subject>", "confluentDeleteSubjectConfig",

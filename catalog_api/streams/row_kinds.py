@@ -3,7 +3,8 @@
 The model is in ``docs/changelog-tables.md``. This module is the only writer of both shapes:
 
 * a **change chunk** is a columnar chunk whose int8 column ``_streamcat_op`` says, per row,
-  whether it upserts (0) or deletes (1) its key (a chunk without the column upserts every row);
+  whether it upserts (0) or deletes (1) its key, or (2, aggregation tables only) retracts its values
+  from the key's aggregates (a chunk without the column upserts every row);
 * a **position-deletes chunk** (chunk kind ``deletes``) is a Parquet file of (``path``, ``pos``)
   pairs naming rows of other chunks of the same stream by their 0-based position.
 """
@@ -24,8 +25,9 @@ from catalog_api.streams.chunks import CHUNK_VERSION_KEY, ChunkStats, write_colu
 
 #: The column of a change chunk that holds each row's kind.
 OP_COLUMN = "_streamcat_op"
-#: Row kinds in ``OP_COLUMN``.
-UPSERT, DELETE = 0, 1
+#: Row kinds in ``OP_COLUMN``: RETRACT takes a row's values back from an aggregation table's aggregates (a
+#: CDC update's before-image or a delete's), where DELETE removes the key's row.
+UPSERT, DELETE, RETRACT = 0, 1, 2
 #: The chunk kind of position-deletes files.
 DELETES_KIND = "deletes"
 #: The columns of a position-deletes file.
@@ -33,8 +35,8 @@ POSITION_SCHEMA = pa.schema(
     [pa.field("path", pa.string(), nullable=False), pa.field("pos", pa.int64(), nullable=False)])
 #: What the data plane uses; the table properties are the catalog's (catalog_api.model), re-exported here.
 __all__ = ["DELETE", "DELETES_KIND", "GROUP_PRIMARY_KEY", "MERGE_ENGINE", "MERGE_ENGINES", "OP_COLUMN",
-           "POSITION_SCHEMA", "PRIMARY_KEY", "SEQUENCE_FIELD", "UPSERT", "primary_key", "read_position_deletes",
-           "write_change_chunk", "write_position_deletes"]
+           "POSITION_SCHEMA", "PRIMARY_KEY", "RETRACT", "SEQUENCE_FIELD", "UPSERT", "primary_key",
+           "read_position_deletes", "write_change_chunk", "write_position_deletes"]
 
 
 def write_change_chunk(location: str, path: str, table: pa.Table, ops: pa.Array | None, encoding_id: int, *,

@@ -1,0 +1,99 @@
+"""The aggregation merge engine's settings, read from a table's properties as Paimon spells them.
+
+``'merge-engine' = 'aggregation'`` makes every non-key column of a primary-key table the aggregate of the
+values written for its key: ``'fields.<column>.aggregate-function'`` names the function (default
+``last_non_null_value``), ``'fields.<column>.ignore-retract' = 'true'`` lets a function that cannot
+retract skip retractions instead of refusing them, and ``'fields.<column>.list-agg-delimiter'`` is
+``listagg``'s separator (default ``,``). docs/changelog-tables.md has the semantics; this module is
+plain Python (no pyarrow) so that the server validates what the data plane applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+#: Paimon's names of the functions the aggregation engine applies per column.
+FUNCTIONS = ("sum", "product", "count", "min", "max", "first_value", "first_non_null_value", "last_value",
+             "last_non_null_value", "bool_and", "bool_or", "listagg")
+#: The functions a retraction (a delete's or an update's before-image) can be taken back from.
+RETRACTABLE = frozenset({"sum", "product", "count"})
+DEFAULT_FUNCTION = "last_non_null_value"
+_PREFIX = "fields."
+_SETTINGS = ("aggregate-function", "ignore-retract", "list-agg-delimiter")
+#: The Spark types (their JSON names) each function takes; None: any type that has an order or equality.
+NUMERIC = ("byte", "short", "integer", "long", "float", "double")
+FUNCTION_TYPES: dict[str, tuple[str, ...] | None] = {
+    "sum": NUMERIC, "product": NUMERIC, "count": ("byte", "short", "integer", "long"),
+    "bool_and": ("boolean",), "bool_or": ("boolean",), "listagg": ("string",),
+}
+
+
+class AggregateError(ValueError):
+    """Properties that do not describe an aggregation the engine can apply."""
+
+
+@dataclass(frozen=True)
+class FieldAggregate:
+    """How one column aggregates the values written for a key."""
+
+    function: str = DEFAULT_FUNCTION
+    ignore_retract: bool = False
+    delimiter: str = ","
+
+    @property
+    def retracts(self) -> bool:
+        """Whether a retraction is taken back from the aggregate (else refused, or skipped when ignored)."""
+        return self.function in RETRACTABLE
+
+
+def field_aggregates(properties: Mapping[str, str]) -> dict[str, FieldAggregate]:
+    """The columns that ``fields.<column>.*`` properties configure, with their settings."""
+    settings: dict[str, dict[str, str]] = {}
+    for name, value in properties.items():
+        if not name.startswith(_PREFIX):
+            continue
+        column, _, setting = name[len(_PREFIX):].rpartition(".")
+        if not column or setting not in _SETTINGS:
+            continue
+        settings.setdefault(column, {})[setting] = value
+    found = {}
+    for column, values in settings.items():
+        function = values.get("aggregate-function", DEFAULT_FUNCTION).strip().lower()
+        if function not in FUNCTIONS:
+            raise AggregateError(f"'fields.{column}.aggregate-function' {function!r} is not one of "
+                                 f"{', '.join(FUNCTIONS)}")
+        ignore = values.get("ignore-retract", "false").strip().lower()
+        if ignore not in ("true", "false"):
+            raise AggregateError(f"'fields.{column}.ignore-retract' must be true or false, not {ignore!r}")
+        found[column] = FieldAggregate(function, ignore == "true", values.get("list-agg-delimiter", ","))
+    return found
+
+
+def has_field_settings(properties: Mapping[str, str]) -> bool:
+    """Whether any property configures a column's aggregation (they need ``'merge-engine' = 'aggregation'``)."""
+    return any(name.startswith(_PREFIX) and name.rpartition(".")[2] in _SETTINGS for name in properties)
+
+
+def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str, object],
+                  key: tuple[str, ...]) -> None:
+    """Each configured column exists, is not a key column, and has a type its function takes.
+
+    ``columns``: the table's top-level columns by name, each its Spark type's JSON (a name, or a dict for
+    nested types and decimals).
+    """
+    for column, aggregate in aggregates.items():
+        if column not in columns:
+            raise AggregateError(f"'fields.{column}.aggregate-function' names no column of the table "
+                                 f"(columns: {', '.join(columns)})")
+        if column in key:
+            raise AggregateError(f"'fields.{column}.aggregate-function': {column} is a key column; key "
+                                 "columns identify the row and are not aggregated")
+        kind = columns[column]
+        allowed = FUNCTION_TYPES.get(aggregate.function)
+        name = kind if isinstance(kind, str) else ""
+        if allowed is not None and not (name in allowed or (name.startswith("decimal") and allowed is NUMERIC)):
+            raise AggregateError(f"column {column} of type {name or 'nested'} cannot take aggregate function "
+                                 f"{aggregate.function} (it takes {', '.join(allowed)})")
+        if allowed is None and not isinstance(kind, str):
+            raise AggregateError(f"column {column} has a nested type; {aggregate.function} needs a comparable one")
