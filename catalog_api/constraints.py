@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from registry.confluent.contracts import RULE_SET_PROPERTY
 from registry.errors import BadRequest
 
 #: The prefix of the table properties holding CHECK constraints (the rest of the key is the name).
@@ -29,8 +30,6 @@ PREFIX = "constraint.check."
 SQL_PARAM = "streamcat.check.sql"
 #: The metadata property of a mirrored version: the table version whose constraints it mirrors.
 REVISION_PROPERTY = "streamcat.checks.revision"
-#: The property of a schema version holding its rule set (Confluent's JSON, as text).
-RULE_SET_PROPERTY = "streamcat.ruleSet"
 #: A constraint's name, as a Confluent rule name must be (so that it can be mirrored).
 _NAME = re.compile(r"[^\W\d][\w\-]{0,63}")
 

@@ -18,6 +18,10 @@ from typing import Any
 
 from registry.confluent.errors import InvalidRuleSet
 
+#: Properties of a version's SchemaInfo (the Pravega API's view of the same version) holding its data
+#: contract's metadata and rule set, as Confluent's JSON.
+METADATA_PROPERTY = "streamcat.metadata"
+RULE_SET_PROPERTY = "streamcat.ruleSet"
 KINDS = ("CONDITION", "TRANSFORM")
 MIGRATION_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN")
 DOMAIN_MODES = ("WRITE", "READ", "WRITEREAD")

@@ -21,7 +21,15 @@ from sqlalchemy import ColumnElement, Engine, Select, and_, delete, exists, func
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, aliased
 
-from registry.confluent.contracts import NO_CONTRACT, Contract, ContractConfig, contract_key, contract_of_key
+from registry.confluent.contracts import (
+    METADATA_PROPERTY,
+    NO_CONTRACT,
+    RULE_SET_PROPERTY,
+    Contract,
+    ContractConfig,
+    contract_key,
+    contract_of_key,
+)
 from registry.confluent.errors import OperationNotPermitted
 from registry.confluent.model import (
     INHERITED_POLICY,
@@ -44,10 +52,6 @@ from registry.store.policies import policy_from_json, policy_to_json
 
 #: Property of a version's SchemaInfo (Pravega API) listing its schema's references, as JSON.
 REFERENCES_PROPERTY = "streamcat.references"
-#: Properties of a version's SchemaInfo (Pravega API) holding its data contract's metadata and
-#: rule set, as Confluent's JSON.
-METADATA_PROPERTY = "streamcat.metadata"
-RULE_SET_PROPERTY = "streamcat.ruleSet"
 _CONFLUENT_FORMATS = tuple(TYPE_OF_FORMAT)
 #: Rows per statement when many groups change at once.
 _CHUNK = 500
