@@ -224,6 +224,14 @@ class _Parser:
     def unary(self) -> Node:
         raise NotImplementedError
 
+    def minus(self) -> Node:
+        """'-' and a unary expression: a negative literal folded, else a negation (SQL and CEL alike)."""
+        self.take()
+        operand = self.unary()
+        if operand.op == "lit" and isinstance(operand.args[0], int | float):
+            return Node("lit", (-operand.args[0],))
+        return Node("neg", (operand,))
+
     def done(self, node: Node) -> Node:
         if self.peek()[0] != "end":
             raise Untranslatable(f"unexpected {self.peek()[1]!r}")
@@ -298,11 +306,7 @@ class _Sql(_Parser):
 
     def unary(self) -> Node:
         if self.peek()[1] == "-":
-            self.take()
-            operand = self.unary()
-            if operand.op == "lit" and isinstance(operand.args[0], int | float):
-                return Node("lit", (-operand.args[0],))
-            return Node("neg", (operand,))
+            return self.minus()
         return self.primary()
 
     def primary(self) -> Node:
@@ -386,11 +390,7 @@ class _Cel(_Parser):
             self.take()
             return Node("not", (self.unary(),))
         if self.peek()[1] == "-":
-            self.take()
-            operand = self.unary()
-            if operand.op == "lit" and isinstance(operand.args[0], int | float):
-                return Node("lit", (-operand.args[0],))
-            return Node("neg", (operand,))
+            return self.minus()
         return self.member()
 
     def member(self) -> Node:
