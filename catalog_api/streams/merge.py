@@ -401,8 +401,8 @@ def premerge(table: pa.Table, ops: pa.Array | None, layout: TableLayout) -> tupl
     if layout.merge_engine == "partial-update":
         return _premerge_partial(table, ops, layout.key)
     if layout.merge_engine == "aggregation":
-        # every change is kept, in order (a count counts inputs); retractions it cannot take are refused
-        refuse_retractions(table, ops, layout)
+        # every change is kept, in order (a count counts inputs); StreamWriter.write_changes has refused the
+        # retractions a column cannot take back when they were written
         return table, row_kinds_or_none(ops)
     if layout.merge_engine == "first-row":
         return _premerge_first_row(table, ops, layout.key)

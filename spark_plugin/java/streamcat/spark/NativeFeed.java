@@ -32,8 +32,6 @@ import java.util.function.Supplier;
  * to it, as is a streaming read ({@link NativeScan.Native}).
  */
 final class NativeFeed {
-    private static final String FROM = StreamcatChangelog.FROM;
-    private static final String TO = StreamcatChangelog.TO;
     private static final String COLUMNAR = "columnar";
     private static final UTF8String INSERT = UTF8String.fromString("insert");
     private static final StructType FEED_COLUMNS = StreamcatChangelog.FEED_COLUMNS;
@@ -52,7 +50,7 @@ final class NativeFeed {
      */
     static Optional<Scan> plan(TableState state, StructType tableSchema, Map<String, String> options,
                                StructType required, Filter[] filters, Supplier<Scan> python) {
-        if (!options.containsKey(FROM) || !state.primaryKey().isEmpty() || NativeScan.disabled(options)) {
+        if (!options.containsKey(OptionKeys.CHANGES_FROM) || !state.primaryKey().isEmpty() || NativeScan.disabled(options)) {
             return Optional.empty();
         }
         Set<String> columns = NativeScan.lowerNames(tableSchema);
@@ -64,10 +62,10 @@ final class NativeFeed {
             }
         }
         String location = NativeScan.nativeLocation(options.get("location"));
-        Long after = bound(options.get(FROM), inclusive(options, StreamcatChangelog.FROM_INCLUSIVE), true);
-        Long to = options.containsKey(TO) && !options.get(TO).isBlank()
-                ? bound(options.get(TO), inclusive(options, StreamcatChangelog.TO_INCLUSIVE), false) : null;
-        if (location == null || after == null || (options.containsKey(TO) && to == null)) {
+        Long after = bound(options.get(OptionKeys.CHANGES_FROM), inclusive(options, OptionKeys.CHANGES_FROM_INCLUSIVE), true);
+        Long to = options.containsKey(OptionKeys.CHANGES_TO) && !options.get(OptionKeys.CHANGES_TO).isBlank()
+                ? bound(options.get(OptionKeys.CHANGES_TO), inclusive(options, OptionKeys.CHANGES_TO_INCLUSIVE), false) : null;
+        if (location == null || after == null || (options.containsKey(OptionKeys.CHANGES_TO) && to == null)) {
             return Optional.empty();
         }
         JsonNode commits;

@@ -45,7 +45,7 @@ import java.util.function.Supplier;
  * unchanged (correctness first):
  * <ul>
  *   <li>it is not turned off: catalog option {@code native-scan=false} (the table option
- *       {@value #DISABLED}), or the same as a read option;</li>
+ *       {@value OptionKeys#NATIVE_SCAN}), or the same as a read option;</li>
  *   <li>it is a scan of the table's rows: no change feed ({@code streamcat.changes.*}) and no
  *       metadata column ({@code _chunk}, {@code _pos});</li>
  *   <li>this JVM has a Hadoop filesystem for the table's location ({@link #nativeLocation}: a local path
@@ -71,8 +71,6 @@ import java.util.function.Supplier;
 final class NativeScan {
     /** The catalog option ({@code spark.sql.catalog.NAME.native-scan}) that turns the native path off. */
     static final String CATALOG_OPTION = "native-scan";
-    /** The scan option that carries it (lower-case: options reach the scan lower-cased). */
-    static final String DISABLED = OptionKeys.NATIVE_SCAN;
     private static final String COLUMNAR = "columnar";
     /** The Spark schema of each chunk file seen (chunk files are immutable), least recently used out first. */
     private static final int FOOTER_CACHE = 20_000;
@@ -152,7 +150,7 @@ final class NativeScan {
 
     /** Whether the scan's options (the table's, the catalog's {@value #CATALOG_OPTION}) turn the native path off. */
     static boolean disabled(Map<String, String> options) {
-        return "false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim());
+        return "false".equalsIgnoreCase(options.getOrDefault(OptionKeys.NATIVE_SCAN, "true").trim());
     }
 
     /** The names of {@code schema}'s columns, lower-cased (Spark's column names are case-insensitive). */

@@ -81,7 +81,7 @@ import java.util.function.Supplier;
  * write is the Python data source's, unchanged:
  * <ul>
  *   <li>it is not turned off: catalog option {@code native-write=false}
- *       ({@code spark.sql.catalog.NAME.native-write}), or the write option {@value #DISABLED}
+ *       ({@code spark.sql.catalog.NAME.native-write}), or the write option {@value OptionKeys#NATIVE_WRITE}
  *       {@code =false} ({@code streamcat.nativeWrite});</li>
  *   <li>it is a batch append or overwrite of rows: INSERT INTO / INSERT OVERWRITE, CTAS and RTAS,
  *       {@code df.writeTo(t).append()} / {@code .overwrite(lit(true))}, {@code df.write.insertInto},
@@ -105,17 +105,13 @@ import java.util.function.Supplier;
 final class NativeWrite {
     /** The catalog option ({@code spark.sql.catalog.NAME.native-write}) that turns the native path off. */
     static final String CATALOG_OPTION = "native-write";
-    /** The write option that turns it off (lower-case: options reach the write lower-cased). */
-    static final String DISABLED = OptionKeys.NATIVE_WRITE;
     /** Where chunk files go under the table's location (writer.py's DATA_DIR). */
     static final String DATA_DIR = "data";
     /** The footer keys of chunks.py (ENCODING_ID_KEY, CHUNK_VERSION_KEY). */
     static final String ENCODING_ID_KEY = "streamcat.encoding_id";
     static final String CHUNK_VERSION_KEY = "streamcat.chunk_version";
-    /** options.py's DEFAULT_ROWS_PER_CHUNK and its option. */
+    /** options.py's DEFAULT_ROWS_PER_CHUNK. */
     static final long DEFAULT_ROWS_PER_CHUNK = 1_000_000L;
-    static final String ROWS_PER_CHUNK = "rowsperchunk";
-    static final String COMMIT_PROPERTY = OptionKeys.COMMIT_PROPERTY;
     /** The session setting that would make Spark's writer rebase old dates to the Julian calendar. */
     private static final String REBASE_MODE = "spark.sql.parquet.datetimeRebaseModeInWrite";
 
@@ -139,7 +135,7 @@ final class NativeWrite {
 
     /** Whether the native path may write this write (the rules of the class comment). */
     static boolean eligible(StructType schema, Map<String, String> options) {
-        if ("false".equalsIgnoreCase(options.getOrDefault(DISABLED, "true").trim())) {
+        if ("false".equalsIgnoreCase(options.getOrDefault(OptionKeys.NATIVE_WRITE, "true").trim())) {
             return false;
         }
         if (options.containsKey(OptionKeys.COMPACT_BASE) || options.containsKey(OptionKeys.ROW_LEVEL)) {
@@ -280,7 +276,7 @@ final class NativeWrite {
         @Override
         public DataWriterFactory createBatchWriterFactory(PhysicalWriteInfo info) {
             long rowsPerChunk = DEFAULT_ROWS_PER_CHUNK;
-            String raw = options.get(ROWS_PER_CHUNK);
+            String raw = options.get(OptionKeys.ROWS_PER_CHUNK);
             if (raw != null && !raw.isBlank()) {
                 rowsPerChunk = Long.parseLong(raw.trim());
                 if (rowsPerChunk < 1) {
@@ -322,8 +318,8 @@ final class NativeWrite {
             }
             CommitBody body = new CommitBody(chunks).overwrite(overwrite).writer(writerId, 0);
             options.forEach((key, value) -> {
-                if (key.startsWith(COMMIT_PROPERTY)) {
-                    body.property(key.substring(COMMIT_PROPERTY.length()), value);
+                if (key.startsWith(OptionKeys.COMMIT_PROPERTY)) {
+                    body.property(key.substring(OptionKeys.COMMIT_PROPERTY.length()), value);
                 }
             });
             body.property("spark.queryId", queryId == null ? "" : queryId);

@@ -390,10 +390,10 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         // Credentials go to the Python source's options only, never into the properties DESCRIBE shows.
         options.putAll(credentials.sourceOptions());
         if (!nativeScan) {
-            options.put(NativeScan.DISABLED, "false");
+            options.put(OptionKeys.NATIVE_SCAN, "false");
         }
         if (!nativeWrite) {
-            options.put(NativeWrite.DISABLED, "false");
+            options.put(OptionKeys.NATIVE_WRITE, "false");
         }
         String qualified = name + "." + ident.namespace()[0] + "." + ident.name();
         List<String> key = primaryKeyOf(json);

@@ -29,10 +29,6 @@ import java.util.Map;
  * table has no row identity across commits, so its updates show as a delete and an insert.
  */
 final class StreamcatChangelog implements Changelog {
-    static final String FROM = OptionKeys.CHANGES_FROM;
-    static final String FROM_INCLUSIVE = OptionKeys.CHANGES_FROM_INCLUSIVE;
-    static final String TO = OptionKeys.CHANGES_TO;
-    static final String TO_INCLUSIVE = OptionKeys.CHANGES_TO_INCLUSIVE;
 
     private final StreamcatTable table;
     private final ChangelogRange range;
@@ -108,16 +104,16 @@ final class StreamcatChangelog implements Changelog {
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
         Map<String, String> bounds = new HashMap<>();
         if (range instanceof ChangelogRange.VersionRange v) {
-            bounds.put(FROM, v.startingVersion().trim());
-            v.endingVersion().ifPresent(end -> bounds.put(TO, end.trim()));
+            bounds.put(OptionKeys.CHANGES_FROM, v.startingVersion().trim());
+            v.endingVersion().ifPresent(end -> bounds.put(OptionKeys.CHANGES_TO, end.trim()));
         } else if (range instanceof ChangelogRange.TimestampRange t) {
-            bounds.put(FROM, "ts:" + t.startingTimestamp());
-            t.endingTimestamp().ifPresent(end -> bounds.put(TO, "ts:" + end));
+            bounds.put(OptionKeys.CHANGES_FROM, "ts:" + t.startingTimestamp());
+            t.endingTimestamp().ifPresent(end -> bounds.put(OptionKeys.CHANGES_TO, "ts:" + end));
         } else {
-            bounds.put(FROM, "0");  // unbounded: every commit still retained
+            bounds.put(OptionKeys.CHANGES_FROM, "0");  // unbounded: every commit still retained
         }
-        bounds.put(FROM_INCLUSIVE, Boolean.toString(range.startingBoundInclusive()));
-        bounds.put(TO_INCLUSIVE, Boolean.toString(range.endingBoundInclusive()));
+        bounds.put(OptionKeys.CHANGES_FROM_INCLUSIVE, Boolean.toString(range.startingBoundInclusive()));
+        bounds.put(OptionKeys.CHANGES_TO_INCLUSIVE, Boolean.toString(range.endingBoundInclusive()));
         StreamcatTable ranged = table;
         for (Map.Entry<String, String> e : bounds.entrySet()) {
             ranged = ranged.at(e.getKey(), e.getValue());
