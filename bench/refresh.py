@@ -1,24 +1,32 @@
-"""A continuous materialized table's incremental refresh beside a full recompute of the same query.
+"""What an incremental step of a continuous materialized table costs, beside a full recompute and Spark's floor.
 
-    flock /tmp/streamcat-bench.lock .venv/bin/python bench/refresh.py [--rows 5000000] [--groups 1000]
-        [--percent 1] [--rounds 3] [--cores 2] [--conf KEY=VALUE ...]
+    flock /tmp/streamcat-bench.lock .venv/bin/python bench/refresh.py [--rows 5000000] [--groups 2000000]
+        [--small-groups 1000] [--step 5000] [--more-rows 15000000] [--steps 100] [--rounds 3] [--cores 2]
+        [--conf KEY=VALUE ...]
 
 Runs the whole application on a temporary SQLite database and local warehouse (served in a thread of
 this process) and one local SparkSession (``local[cores]``). ``bench.orders`` gets ``--rows`` rows in one
-commit (``--groups`` items); ``bench.revenue`` is the materialized table
-``SELECT item, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY item`` in continuous mode (its first,
-full refresh is timed as well). Each round appends ``--percent`` % new rows to ``orders`` in one commit,
-then times ``refresh_materialized_table`` (an incremental step: the commit's change feed, merged into the
-table by item) and, on the same data, ``refresh_materialized_table(force => true)`` (a full recompute of the
-query over every row, written the same way). One small step and one forced refresh first warm up the JIT and
-the Python workers. The table must equal the query run in batch at the end. Figures are seconds, the best of
-``--rounds`` (a shared machine's noise only ever slows a run down); the ratio is incremental / full.
+commit; two materialized tables in continuous mode follow it:
 
-Beside the refreshes, each round times what they compute, without the refresh's bookkeeping (lease, query
-analysis, commit, report): the query over the whole table (``collect``) and the per-item SUM/COUNT of the
-round's change feed (``spark.read.changes``, ``collect``), to show how much of each refresh is fixed cost;
-and, as the floor any refresh run by Spark stands on, the same SUM/COUNT by item of the round's number of
-rows made by ``spark.range`` (a plain Spark job with one shuffle, touching no Streamcat code).
+* ``bench.revenue``: ``SELECT item, sum(qty) AS qty, count(*) AS n FROM orders GROUP BY item``, ``--groups``
+  items (an aggregation-engine table keyed by item: a step appends the changed items' deltas);
+* ``bench.buckets``: the same aggregate by ``bucket``, ``--small-groups`` buckets.
+
+The run prints, each figure the best of ``--rounds`` rounds of ``--step`` new rows (a shared machine's noise
+only ever slows a run down):
+
+1. at ``--rows`` source rows: the step of revenue beside its full recompute (``force => true``: the query over
+   every row, written the same way; timed in rounds of their own), target ratio <= 0.1, and beside the query
+   alone (computed, not written); the step of buckets beside revenue's (the table's
+   size, target within 1.5x); Spark's floor for a job of a step's size (the SUM/COUNT by item of ``--step``
+   rows made by ``spark.range``: one shuffle, no Streamcat code) and the change feed's aggregate alone;
+2. ``--steps`` steps of revenue without compaction (its ``compaction.delta-rows-ratio`` raised), then a full
+   read of the table (an aggregate over every column, which merges every delta), its compaction, and the
+   same read of the compacted table;
+3. after ``--more-rows`` more source rows (one commit, absorbed by one step of each table): the steps again,
+   beside those at ``--rows`` (the source's size, target within 1.3x).
+
+Every table must equal its query run in batch at the end.
 """
 
 from __future__ import annotations
@@ -34,14 +42,34 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import add_conf_option, conf_settings, local_session, served_catalog
 from catalog_api.client import CatalogClient
 
-QUERY = "SELECT item, sum(qty) AS qty, count(*) AS n FROM streamcat.bench.orders GROUP BY item"
+ORDERS = "streamcat.bench.orders"
+QUERIES = {
+    "revenue": f"SELECT item, sum(qty) AS qty, count(*) AS n FROM {ORDERS} GROUP BY item",
+    "buckets": f"SELECT bucket, sum(qty) AS qty, count(*) AS n FROM {ORDERS} GROUP BY bucket",
+}
+DELTAS = "incremental: grouped aggregate (changed groups)"
 
 
-def append(spark: Any, first: int, rows: int, groups: int, partitions: int) -> None:
-    """Append ``rows`` orders with ids from ``first`` on, in one commit."""
-    spark.range(first, first + rows, 1, partitions).selectExpr(
-        "id", f"concat('item-', id % {groups}) AS item", "CAST(id % 10 AS INT) AS qty",
-    ).writeTo("streamcat.bench.orders").append()
+class Source:
+    """bench.orders: appends of rows with ids from 0 on (items and buckets by id)."""
+
+    def __init__(self, spark: Any, catalog: CatalogClient, groups: int, small_groups: int, cores: int) -> None:
+        self.spark, self.catalog, self.cores = spark, catalog, cores
+        self.groups, self.small_groups = groups, small_groups
+        self.next_id = 0
+        spark.sql("CREATE NAMESPACE streamcat.bench")
+        spark.sql(f"CREATE TABLE {ORDERS} (id BIGINT NOT NULL, item STRING NOT NULL, bucket INT NOT NULL, "
+                  "qty INT NOT NULL) USING avro")
+
+    def append(self, rows: int) -> int:
+        """Append ``rows`` orders in one commit (ids spread over the items: a step of n rows changes n items
+        while n is below the number of items); answers the commit's number."""
+        self.spark.range(self.next_id, self.next_id + rows, 1, self.cores if rows > 100_000 else 1).selectExpr(
+            "id", f"concat('item-', id * 7919 % {self.groups}) AS item",
+            f"CAST(id % {self.small_groups} AS INT) AS bucket", "CAST(id % 10 AS INT) AS qty",
+        ).writeTo(ORDERS).append()
+        self.next_id += rows
+        return int(self.catalog.get_stream("bench", "orders")["lastCommit"])
 
 
 def timed(action: Any, *args: Any) -> float:
@@ -51,38 +79,66 @@ def timed(action: Any, *args: Any) -> float:
     return time.perf_counter() - start
 
 
+def refresh(spark: Any, table: str, force: bool = False, expect: str | None = DELTAS) -> float:
+    """One ``refresh_materialized_table`` of ``bench.<table>``: its wall-clock seconds. Unless forced (a full
+    recompute) or ``expect`` is None, it must be made as ``expect`` says."""
+    start = time.perf_counter()
+    answer = spark.sql("CALL streamcat.system.refresh_materialized_table(table => :table, force => :force)",
+                       args={"table": f"bench.{table}", "force": force}).collect()[0]
+    seconds = time.perf_counter() - start
+    if answer["outcome"] != "succeeded" or (expect is not None and not force and answer["method"] != expect):
+        raise SystemExit(f"the refresh of bench.{table} was not as expected: {answer}")
+    return seconds
+
+
+def read_all(spark: Any, table: str) -> None:
+    """A full read of ``bench.<table>``: every row merged, every column aggregated."""
+    spark.sql(f"SELECT count(*), sum(qty), sum(n), max(item) FROM streamcat.bench.{table}").collect()
+
+
 def feed_aggregate(spark: Any, cut: int) -> None:
     """The per-item SUM/COUNT of commit ``cut``'s change feed, collected."""
     spark.read.option("startingVersion", str(cut)).option("endingVersion", str(cut)) \
-        .changes("streamcat.bench.orders").groupBy("item").agg({"qty": "sum", "*": "count"}).collect()
+        .changes(ORDERS).groupBy("item").agg({"qty": "sum", "*": "count"}).collect()
 
 
 def plain_aggregate(spark: Any, rows: int, groups: int) -> None:
     """A plain Spark job of one step's size: SUM/COUNT by item of ``rows`` generated rows, collected."""
-    spark.range(rows).selectExpr(f"concat('item-', id % {groups}) AS item", "CAST(id % 10 AS INT) AS qty") \
+    spark.range(rows).selectExpr(f"concat('item-', id * 7919 % {groups}) AS item", "CAST(id % 10 AS INT) AS qty") \
         .groupBy("item").agg({"qty": "sum", "*": "count"}).collect()
 
 
-def refresh(spark: Any, force: bool = False) -> tuple[float, str]:
-    """One ``refresh_materialized_table`` of bench.revenue: its wall-clock seconds and how it was made."""
-    start = time.perf_counter()
-    answer = spark.sql("CALL streamcat.system.refresh_materialized_table(table => 'bench.revenue', force => :force)",
-                       args={"force": force}).collect()[0]
-    seconds = time.perf_counter() - start
-    if answer["outcome"] != "succeeded":
-        raise SystemExit(f"the refresh did not run: {answer}")
-    return seconds, str(answer["method"])
+def query_alone(spark: Any) -> None:
+    """revenue's query over every source row, computed and dropped (Spark's ``noop`` sink): a full recompute
+    without its write."""
+    spark.sql(QUERIES["revenue"]).write.format("noop").mode("overwrite").save()
+
+
+def rounds_of_steps(spark: Any, source: Source, step: int, rounds: int) -> dict[str, float]:
+    """``rounds`` rounds: append ``step`` rows, step revenue and buckets, time the floor and the feed's
+    aggregate. The best seconds of each figure."""
+    figures: dict[str, list[float]] = {"revenue": [], "buckets": [], "floor": [], "feed": []}
+    for number in range(rounds):
+        cut = source.append(step)
+        for name in ("revenue", "buckets") if number % 2 else ("buckets", "revenue"):  # neither always first
+            figures[name].append(refresh(spark, name))
+        figures["floor"].append(timed(plain_aggregate, spark, step, source.groups))
+        figures["feed"].append(timed(feed_aggregate, spark, cut))
+    return {name: min(seconds) for name, seconds in figures.items()}
 
 
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=5_000_000)
-    parser.add_argument("--groups", type=int, default=1000, help="distinct items (groups of the aggregate)")
-    parser.add_argument("--percent", type=float, default=1.0, help="new rows per commit, in % of --rows")
+    parser.add_argument("--rows", type=int, default=5_000_000, help="source rows of part 1")
+    parser.add_argument("--groups", type=int, default=2_000_000, help="items (bench.revenue's groups)")
+    parser.add_argument("--small-groups", type=int, default=1000, help="buckets (bench.buckets' groups)")
+    parser.add_argument("--step", type=int, default=5000, help="new source rows per step")
+    parser.add_argument("--more-rows", type=int, default=15_000_000, help="source rows added before part 3")
+    parser.add_argument("--steps", type=int, default=100, help="steps without compaction before the reads")
     parser.add_argument("--rounds", type=int, default=3, help="rounds; the best of each figure counts")
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--driver-memory", default="3g")
+    parser.add_argument("--driver-memory", default="4g")
     add_conf_option(parser)
     args = parser.parse_args()
     settings_given = conf_settings(parser, args)
@@ -91,63 +147,82 @@ def main() -> None:
     with served_catalog("streamcat-bench-refresh-") as (server, root), \
             local_session(server, root, "streamcat-bench-refresh", args.cores, args.driver_memory, settings_given,
                           shuffle) as spark:
-        run(spark, CatalogClient(server), args.rows, args.groups, args.percent, args.rounds, args.cores)
+        run(spark, CatalogClient(server), args)
 
 
-def run(spark: Any, catalog: CatalogClient, rows: int, groups: int, percent: float, rounds: int,
-        cores: int) -> None:
-    """Load, create the table, then per round: append, step, recompute. Prints the figures."""
-    spark.sql("CREATE NAMESPACE streamcat.bench")
-    spark.sql("CREATE TABLE streamcat.bench.orders (id BIGINT, item STRING, qty INT) USING avro")
-    start = time.perf_counter()
-    append(spark, 0, rows, groups, cores)
-    print(f"loaded {rows:,} rows in {time.perf_counter() - start:.1f} s")
-    start = time.perf_counter()
-    spark.sql("CALL streamcat.system.create_materialized_table(table => 'bench.revenue', query => :query, "
-              "freshness => '10 seconds', refresh_mode => 'continuous')",
-              args={"query": QUERY}).collect()
-    print(f"created bench.revenue (its first refresh is full) in {time.perf_counter() - start:.1f} s")
+def run(spark: Any, catalog: CatalogClient, args: argparse.Namespace) -> None:
+    """Load, create the tables, then the three parts. Prints the figures."""
+    source = Source(spark, catalog, args.groups, args.small_groups, args.cores)
+    print(f"loaded {args.rows:,} rows in {timed(source.append, args.rows):.1f} s")
+    for name, query in QUERIES.items():
+        seconds = timed(lambda n=name, q=query: spark.sql(
+            "CALL streamcat.system.create_materialized_table(table => :table, query => :query, "
+            "freshness => '10 seconds', refresh_mode => 'continuous')",
+            args={"table": f"bench.{n}", "query": q}).collect())
+        print(f"created bench.{name} (its first refresh is full) in {seconds:.1f} s")
+    # Warm-up (the JIT, Python workers, each plan's classes): steps of each table until the JIT has compiled
+    # what they run (the first few are slower), a forced refresh, and each job timed below once.
+    for _ in range(5):
+        cut = source.append(args.step)
+        refresh(spark, "revenue")
+        refresh(spark, "buckets")
+    refresh(spark, "revenue", force=True)
+    plain_aggregate(spark, args.step, args.groups)
+    feed_aggregate(spark, cut)
+    read_all(spark, "revenue")
+    query_alone(spark)
 
-    next_id = rows
-    append(spark, next_id, 1000, groups, 1)  # warm-up: one small step, one forced refresh
-    next_id += 1000
-    refresh(spark)
-    refresh(spark, force=True)
+    first = rounds_of_steps(spark, source, args.step, args.rounds)
+    full = min(timed(refresh, spark, "revenue", True) for _ in range(args.rounds))
+    computed = min(timed(query_alone, spark) for _ in range(args.rounds))
+    ratio = first["revenue"] / full
+    size = first["revenue"] / first["buckets"]
+    print(f"\n1. {args.rows:,} source rows, steps of {args.step:,} new rows (best of {args.rounds}):")
+    print(f"   step, {args.groups:,} groups      {first['revenue']:6.2f} s")
+    print(f"   full recompute, same table  {full:6.2f} s   step / full = {ratio:.3f} (target <= 0.1); "
+          f"its query alone {computed:.2f} s, step / query = {first['revenue'] / computed:.3f}")
+    print(f"   step, {args.small_groups:,} groups        {first['buckets']:6.2f} s   "
+          f"step at {args.groups:,} / at {args.small_groups:,} groups = {size:.2f} (target <= 1.5)")
+    print(f"   floor: plain Spark SUM/COUNT of {args.step:,} generated rows {first['floor']:.2f} s; "
+          f"the change feed's aggregate alone {first['feed']:.2f} s")
 
-    step = max(1, int(rows * percent / 100))
-    incremental: list[float] = []
-    full: list[float] = []
-    feed_compute: list[float] = []
-    query_compute: list[float] = []
-    floor: list[float] = []
-    print(f"{'round':>5} {'new rows':>10} {'incremental s':>14} {'full s':>8} {'feed agg s':>11} {'query s':>8}")
-    for round_number in range(1, rounds + 1):
-        append(spark, next_id, step, groups, cores)
-        next_id += step
-        cut = catalog.get_stream("bench", "orders")["lastCommit"]
-        feed_compute.append(timed(feed_aggregate, spark, cut))
-        query_compute.append(timed(spark.sql(QUERY).collect))
-        floor.append(timed(plain_aggregate, spark, step, groups))
-        seconds, method = refresh(spark)
-        if method != "incremental: grouped aggregate":
-            raise SystemExit(f"the refresh was not incremental: {method}")
-        incremental.append(seconds)
-        seconds, method = refresh(spark, force=True)
-        full.append(seconds)
-        print(f"{round_number:>5} {step:>10,} {incremental[-1]:>14.2f} {full[-1]:>8.2f} {feed_compute[-1]:>11.2f} "
-              f"{query_compute[-1]:>8.2f}")
+    spark.sql("ALTER TABLE streamcat.bench.revenue SET TBLPROPERTIES ('compaction.delta-rows-ratio' = '1000')")
+    spark.sql("CALL streamcat.system.compact(table => 'bench.revenue')").collect()
+    compacted_read = min(timed(read_all, spark, "revenue") for _ in range(args.rounds))
+    step_times = []
+    for _ in range(args.steps):
+        source.append(args.step)
+        step_times.append(refresh(spark, "revenue"))
+    chunks = catalog.snapshot("bench", "revenue")[1]
+    merged_read = min(timed(read_all, spark, "revenue") for _ in range(args.rounds))
+    compaction = timed(lambda: spark.sql("CALL streamcat.system.compact(table => 'bench.revenue')").collect())
+    after_read = min(timed(read_all, spark, "revenue") for _ in range(args.rounds))
+    spark.sql("ALTER TABLE streamcat.bench.revenue UNSET TBLPROPERTIES ('compaction.delta-rows-ratio')")
+    ordered = sorted(step_times)
+    print(f"\n2. {args.steps} steps of bench.revenue without compaction: median {ordered[len(ordered) // 2]:.2f} s, "
+          f"slowest {ordered[-1]:.2f} s, first {step_times[0]:.2f} s, last {step_times[-1]:.2f} s")
+    print(f"   read of the table: compacted {compacted_read:.2f} s; after {args.steps} steps "
+          f"({sum(c.event_count for c in chunks):,} rows in {len(chunks)} chunks) {merged_read:.2f} s"
+          f"; compaction {compaction:.2f} s; read after it {after_read:.2f} s; uncompacted / compacted = "
+          f"{merged_read / compacted_read:.1f} and {merged_read / after_read:.1f}")
 
-    table = sorted(tuple(r) for r in spark.sql("SELECT * FROM streamcat.bench.revenue").collect())
-    expected = sorted(tuple(r) for r in spark.sql(QUERY).collect())
-    if table != expected:
-        raise SystemExit("bench.revenue differs from its query run in batch")
-    best_incremental, best_full = min(incremental), min(full)
-    print(f"best: incremental {best_incremental:.2f} s, full recompute {best_full:.2f} s, "
-          f"ratio {best_incremental / best_full:.3f} (target <= 0.1); table equals its query ({len(table)} groups)")
-    print(f"compute alone: feed aggregate {min(feed_compute):.2f} s, query {min(query_compute):.2f} s, "
-          f"ratio {min(feed_compute) / min(query_compute):.3f}")
-    print(f"floor: a plain Spark aggregate of {step:,} generated rows {min(floor):.2f} s, "
-          f"{min(floor) / best_full:.3f} of the full recompute")
+    if args.more_rows:
+        source.append(args.more_rows)
+        grown = refresh(spark, "revenue", expect=None), refresh(spark, "buckets", expect=None)
+        print(f"\n3. {args.more_rows:,} more source rows, absorbed in one step each "
+              f"({grown[0]:.1f} s, {grown[1]:.1f} s)")
+        later = rounds_of_steps(spark, source, args.step, args.rounds)
+        total = args.rows + args.more_rows
+        for name in ("revenue", "buckets"):
+            print(f"   step of bench.{name}: {args.rows:,} source rows {first[name]:.2f} s, {total:,} rows "
+                  f"{later[name]:.2f} s, step at {total:,} / at {args.rows:,} = {later[name] / first[name]:.2f} "
+                  "(target <= 1.3)")
+
+    for name, query in QUERIES.items():
+        table = sorted(tuple(r) for r in spark.sql(f"SELECT * FROM streamcat.bench.{name}").collect())
+        if table != sorted(tuple(r) for r in spark.sql(query).collect()):
+            raise SystemExit(f"bench.{name} differs from its query run in batch")
+    print("\nevery table equals its query run in batch")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 values written for its key: ``'fields.<column>.aggregate-function'`` names the function (default
 ``last_non_null_value``), ``'fields.<column>.ignore-retract' = 'true'`` lets a function that cannot
 retract skip retractions instead of refusing them, and ``'fields.<column>.list-agg-delimiter'`` is
-``listagg``'s separator (default ``,``). docs/changelog-tables.md has the semantics; this module is
+``listagg``'s separator (default ``,``), and ``'aggregation.row-count-field' = '<column>'`` names a ``sum``
+column that counts each key's rows: a key whose count sums to 0 or less (or null) is not live.
+docs/changelog-tables.md has the semantics; this module is
 plain Python (no pyarrow) so that the server validates what the data plane applies.
 """
 
@@ -19,6 +21,8 @@ FUNCTIONS = ("sum", "product", "count", "min", "max", "first_value", "first_non_
 #: The functions a retraction (a delete's or an update's before-image) can be taken back from.
 RETRACTABLE = frozenset({"sum", "product", "count"})
 DEFAULT_FUNCTION = "last_non_null_value"
+#: The table property naming the column whose sum counts each key's rows (Streamcat's; Paimon has none).
+ROW_COUNT_FIELD = "aggregation.row-count-field"
 _PREFIX = "fields."
 _SETTINGS = ("aggregate-function", "ignore-retract", "list-agg-delimiter")
 #: The Spark types (their JSON names) each function takes; None: any type that has an order or equality.
@@ -72,7 +76,8 @@ def field_aggregates(properties: Mapping[str, str]) -> dict[str, FieldAggregate]
 
 def has_field_settings(properties: Mapping[str, str]) -> bool:
     """Whether any property configures a column's aggregation (they need ``'merge-engine' = 'aggregation'``)."""
-    return any(name.startswith(_PREFIX) and name.rpartition(".")[2] in _SETTINGS for name in properties)
+    return ROW_COUNT_FIELD in properties or any(
+        name.startswith(_PREFIX) and name.rpartition(".")[2] in _SETTINGS for name in properties)
 
 
 def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str, object],
@@ -97,3 +102,24 @@ def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str
                                  f"{aggregate.function} (it takes {', '.join(allowed)})")
         if allowed is None and not isinstance(kind, str):
             raise AggregateError(f"column {column} has a nested type; {aggregate.function} needs a comparable one")
+
+
+def row_count_field(properties: Mapping[str, str]) -> str | None:
+    """The column ``'aggregation.row-count-field'`` names, if any (a key whose count is not positive is not live)."""
+    return (properties.get(ROW_COUNT_FIELD) or "").strip() or None
+
+
+def check_row_count_field(properties: Mapping[str, str], columns: Mapping[str, object],
+                          key: tuple[str, ...]) -> None:
+    """``'aggregation.row-count-field'``, when set, names a non-key integer column that aggregates by ``sum``."""
+    column = row_count_field(properties)
+    if column is None:
+        return
+    if column not in columns or column in key:
+        raise AggregateError(f"'{ROW_COUNT_FIELD}' {column!r} must name a column of the table that is not a key "
+                             f"column (columns: {', '.join(c for c in columns if c not in key)})")
+    if columns[column] not in ("byte", "short", "integer", "long"):
+        raise AggregateError(f"'{ROW_COUNT_FIELD}' {column!r} must name an integer column")
+    if field_aggregates(properties).get(column, FieldAggregate()).function != "sum":
+        raise AggregateError(f"'{ROW_COUNT_FIELD}' {column!r} needs 'fields.{column}.aggregate-function' = 'sum' "
+                             "(a key's rows are counted by adding their counts)")

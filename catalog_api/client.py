@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from catalog_api.api import models as wire
 from catalog_api.errors import CommitConflict, CommitNotFound
-from catalog_api.model import Chunk, CommitOptions, Plan
+from catalog_api.model import Chunk, CommitOptions, Plan, TableCommit
 from registry.api.models import Compatibility
 from registry.api.validation import parse_json
 from registry.client import raise_for, read, write
@@ -255,6 +255,13 @@ class CatalogClient:
         body = wire.CommitRequest.of(chunks, options if options is not None else CommitOptions(**fields))
         path = f"/v1/scopes/{_q(scope)}/streams/{_q(stream)}/commits"
         return _checked(wire.Commit, self._call("POST", path, write(body)))
+
+    def commit_tables(self, parts: Sequence[TableCommit]) -> list[dict[str, Any]]:
+        """Commit to several tables in one transaction (``POST /v1/commits``): all of the commits, at one time,
+        or none; the Commit answers in the parts' order (each ``duplicate`` when the request repeated one made)."""
+        body = wire.CommitTablesRequest.model_construct(commits=[wire.TableCommitRequest.of_part(p) for p in parts])
+        answer = _checked(wire.CommitTablesAnswer, self._call("POST", "/v1/commits", write(body)))
+        return list(answer["commits"])
 
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> dict[str, Any] | None:
         """The commit ``writer_id`` made with ``writer_sequence`` (``{"commit": ..., "paths": [...]}``: the

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from registry.confluent.contracts import RULE_SET_PROPERTY
+from registry.confluent.contracts import DLQ_TABLE_PARAM, RULE_SET_PROPERTY
 from registry.errors import BadRequest
 
 #: The prefix of the table properties holding CHECK constraints (the rest of the key is the name).
@@ -49,6 +49,11 @@ class CheckConstraint:
     sql: str | None
     cel: str | None
     declared: bool = True
+    #: what a writer does with a row it refuses (the rule's write-side ``onFailure``): ``ERROR`` refuses the
+    #: write, ``DLQ`` sends the row to the dead-letter table ``dlq_table`` (``scope.table``; None: the rule
+    #: names none, so the write is refused)
+    on_failure: str = "ERROR"
+    dlq_table: str | None = None
 
 
 def _cel_or_none(sql: str) -> str | None:
@@ -92,17 +97,29 @@ def in_force(properties: Mapping[str, str], rule_set: Mapping[str, Any] | None) 
     names = {c.name for c in found}
     for rule in cel_conditions(rule_set):
         if rule["name"] not in names:
-            found.append(CheckConstraint(rule["name"], _sql_or_none(rule["expr"]), rule["expr"], declared=False))
+            found.append(CheckConstraint(rule["name"], _sql_or_none(rule["expr"]), rule["expr"], declared=False,
+                                         on_failure=write_action(rule),
+                                         dlq_table=(rule.get("params") or {}).get(DLQ_TABLE_PARAM)))
     return found
 
 
+def write_action(rule: Mapping[str, Any]) -> str:
+    """The action a rule's ``onFailure`` names for writes, as the stock client reads it: the first of two
+    (``DLQ,ERROR``) for a WRITEREAD rule, else the one given; ``ERROR`` when none is."""
+    action = str(rule.get("onFailure") or "")
+    if "," in action and rule.get("mode") == "WRITEREAD":
+        action = action.split(",")[0]
+    return action.strip() or "ERROR"
+
+
 def cel_conditions(rule_set: Mapping[str, Any] | None) -> list[dict[str, Any]]:
-    """The enabled CEL CONDITION domain rules that apply on write, in their order."""
+    """The enabled CEL CONDITION domain rules that apply on write, in their order, but those whose write-side
+    action is ``NONE`` (the stock client lets a record that fails them through: they refuse nothing)."""
     rules = (rule_set or {}).get("domainRules") or []
     return [
         r for r in rules
         if r.get("type") == "CEL" and r.get("kind") == "CONDITION" and r.get("mode") in ("WRITE", "WRITEREAD")
-        and not r.get("disabled") and r.get("expr")
+        and not r.get("disabled") and r.get("expr") and write_action(r) != "NONE"
     ]
 
 

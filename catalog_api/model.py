@@ -16,6 +16,9 @@ from registry.model import Compatibility, VersionInfo
 #: deletes (Parquet files of (path, pos) naming rows of other chunks; docs/changelog-tables.md).
 EVENTS, COLUMNAR, DELETES = "events", "columnar", "deletes"
 CHUNK_KINDS = (EVENTS, COLUMNAR, DELETES)
+#: Iceberg's reserved field ids of a position delete file's ``file_path`` and ``pos``, which position-deletes
+#: chunks carry too (catalog_api.streams.row_kinds), so that Iceberg readers apply them as they are.
+ICEBERG_FILE_PATH_ID, ICEBERG_POS_ID = 2147483546, 2147483545
 #: Commit kinds (docs/changelog-tables.md, "Commits").
 APPEND, OVERWRITE, ROW_LEVEL, COMPACTION = "append", "overwrite", "row-level", "compaction"
 COMMIT_KINDS = (APPEND, OVERWRITE, ROW_LEVEL, COMPACTION)
@@ -229,6 +232,17 @@ class CommitOptions:
                             ("expectedLastCommit", self.expected_last_commit)):
             if value is not None and value < 0:
                 raise BadRequest(f"{name} cannot be negative")
+
+
+@dataclass(frozen=True)
+class TableCommit:
+    """One table's part of a commit of several tables (``CatalogService.commit_tables``): its chunks and
+    options, as a commit of that table alone would have them."""
+
+    scope: str
+    stream: str
+    chunks: Sequence[Chunk]
+    options: CommitOptions
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,13 @@ from typing import Any
 from cachetools import LRUCache
 
 from catalog_api import constraints, locations, storage
-from catalog_api.aggregates import AggregateError, check_columns, field_aggregates, has_field_settings
+from catalog_api.aggregates import (
+    AggregateError,
+    check_columns,
+    check_row_count_field,
+    field_aggregates,
+    has_field_settings,
+)
 from catalog_api.changes import POLICY_PROPERTY, TableChange, apply, partitioning_of, policy_from_property
 from catalog_api.cuts import check_expiry, check_truncation
 from catalog_api.errors import (
@@ -52,6 +58,7 @@ from catalog_api.model import (
     Stream,
     StreamConfig,
     Table,
+    TableCommit,
     WriterCommit,
     primary_key,
 )
@@ -68,7 +75,7 @@ from catalog_api.partitioning.spec import UNPARTITIONED, with_current_names
 from catalog_api.schema import to_schema, to_struct
 from catalog_api.schema.fieldids import carry_field_ids
 from catalog_api.schema.spark import parse_struct
-from catalog_api.store import CatalogStore, Page, Placement, TableMeta, TableRecord, TableSpec
+from catalog_api.store import CatalogStore, CheckCommit, Page, Placement, TableMeta, TableRecord, TableSpec
 from registry.errors import BadRequest, Conflict, GroupNotFound, WriteConflict
 from registry.ids import GroupName, Namespace, TypeName
 from registry.model import (
@@ -474,6 +481,30 @@ class CatalogService:
         a removed chunk that is no longer live).
         """
         options = options if options is not None else CommitOptions(**fields)
+        chunks, check = self._commit_check(scope, stream, chunks, options)
+        return self.store.commit(scope, stream, chunks, options, check)
+
+    def commit_tables(self, parts: Sequence[TableCommit]) -> list[Commit]:
+        """Commit to several tables (or streams) at once: each part is checked as :meth:`commit` checks it,
+        and all are made in one transaction, at one time, or none is (what a writer that sends a batch's
+        failing rows to a dead-letter table needs). A repeat of a request whose every part carries a writer
+        id and sequence is acknowledged (each commit ``duplicate``) and changes nothing. BadRequest for no
+        part, or for two parts of one stream."""
+        if not parts:
+            raise BadRequest("a commit of several tables needs at least one table's commit")
+        seen: set[tuple[str, str]] = set()
+        for part in parts:
+            if (part.scope, part.stream) in seen:
+                raise BadRequest(f"{part.scope}.{part.stream} has two commits in one request: make them one")
+            seen.add((part.scope, part.stream))
+        prepared = [self._commit_check(p.scope, p.stream, p.chunks, p.options) for p in parts]
+        stored = [replace(p, chunks=chunks) for p, (chunks, _) in zip(parts, prepared, strict=True)]
+        return self.store.commit_tables(stored, [check for _, check in prepared])
+
+    def _commit_check(self, scope: str, stream: str, chunks: Sequence[Chunk],
+                      options: CommitOptions) -> tuple[list[Chunk], CheckCommit]:
+        """The chunks of a commit as stored, and the check of the locked stream that holds the commit's rules
+        (BadRequest at once for options that do not fit)."""
         options.check(chunks)
         for guard in self.commit_guards:
             guard(scope, stream, options.properties, options.kind)
@@ -523,7 +554,7 @@ class CatalogService:
                     check_split(what, c.path, c.path in declared, current)
                 check_partition(what, c.path, c.partition, specs, schema)
 
-        return self.store.commit(scope, stream, chunks, options, check)
+        return chunks, check
 
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit:
         """The commit ``writer_id`` made with ``writer_sequence`` and the paths of the chunks it added
@@ -768,12 +799,13 @@ def _check_change_properties(schema: dict[str, Any], properties: dict[str, str])
     if engine is not None and engine not in MERGE_ENGINES:
         raise BadRequest(f"unknown 'merge-engine' {engine!r}; expected one of {', '.join(MERGE_ENGINES)}")
     if has_field_settings(properties) and engine != "aggregation":
-        raise BadRequest("'fields.<column>.aggregate-function', 'ignore-retract' and 'list-agg-delimiter' "
-                         "apply to tables with 'merge-engine' = 'aggregation'")
+        raise BadRequest("'fields.<column>.aggregate-function', 'ignore-retract', 'list-agg-delimiter' and "
+                         "'aggregation.row-count-field' apply to tables with 'merge-engine' = 'aggregation'")
     if engine == "aggregation":
         types = {name: column.get("type") for name, column in _top_level(schema).items()}
         try:
             check_columns(field_aggregates(properties), types, primary_key(properties))
+            check_row_count_field(properties, types, primary_key(properties))
         except AggregateError as e:
             raise BadRequest(str(e)) from None
 

@@ -31,6 +31,7 @@ from catalog_api.model import (
     Stream,
     StreamConfig,
     Table,
+    TableCommit,
     TableEntry,
     WriterCommit,
 )
@@ -503,88 +504,128 @@ class SqlCatalogStore(CatalogStore):
     ) -> Commit:
         with self._write() as session:
             row = self._stream_row(session, scope, stream, lock=True)
-            writer_id, writer_sequence = options.writer_id, options.writer_sequence
-            if writer_id is not None and writer_sequence is not None:
-                seen = session.scalars(
-                    select(CommitRow).where(
-                        CommitRow.stream_id == row.id,
-                        CommitRow.writer_id == writer_id,
-                        CommitRow.writer_sequence == writer_sequence,
-                    )
-                ).one_or_none()
-                if seen is not None:
-                    count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
-                    return _commit(seen, count, duplicate=True)
-            table = session.get(TableRow, row.id)
-            record = None if table is None else _table_record(session, row, table, scope)
-            check(_stream(row, scope), record, self._groups_in(session))
-            removed = self._live_chunks(session, row, options.removes)
-            if options.kind == COMPACTION:
-                later = [c.path for c in removed if c.sequence > (options.base_cut or 0)]
-                if later:
-                    raise BadRequest(
-                        f"a compaction with base cut {options.base_cut} cannot remove chunk {later[0]!r}, "
-                        "whose changes sort after that cut"
-                    )
-            number = row.last_commit + 1
-            # Strictly increasing per stream, whatever the clock does: TIMESTAMP AS OF and change
-            # feeds order commits by it.
-            previous = session.scalar(
-                select(CommitRow.created_at).where(CommitRow.stream_id == row.id, CommitRow.number == row.last_commit)
+            seen = self._seen(session, row, options)
+            if seen is not None:
+                return seen
+            created_at = self._next_time(session, row)
+            return self._commit_in(session, scope, row, chunks, options, check, created_at)
+
+    @retried
+    def commit_tables(self, parts: Sequence[TableCommit], checks: Sequence[CheckCommit]) -> list[Commit]:
+        with self._write() as session:
+            # Streams are locked in one order (scope, then name), so that two such commits never wait in a circle.
+            order = sorted(range(len(parts)), key=lambda i: (parts[i].scope, parts[i].stream))
+            rows = {i: self._stream_row(session, parts[i].scope, parts[i].stream, lock=True) for i in order}
+            seen = [self._seen(session, rows[i], parts[i].options) for i in range(len(parts))]
+            if all(s is not None for s in seen):
+                return [s for s in seen if s is not None]
+            made = [f"{parts[i].scope}.{parts[i].stream}" for i, s in enumerate(seen) if s is not None]
+            if made:
+                raise Conflict(
+                    f"the commit of {made[0]} with this writer id and sequence was made by another request than "
+                    "the rest of this one: give each commit of several tables its own writer sequence"
+                )
+            # One time for all: the tables' commits are one event.
+            created_at = max(self._next_time(session, rows[i]) for i in order)
+            return [self._commit_in(session, p.scope, rows[i], p.chunks, p.options, checks[i], created_at)
+                    for i, p in enumerate(parts)]
+
+    @staticmethod
+    def _seen(session: Session, row: StreamRow, options: CommitOptions) -> Commit | None:
+        """The commit the locked stream ``row`` already holds of the options' (writer id, sequence), as a
+        duplicate; None when it holds none (or the options name no writer)."""
+        writer_id, writer_sequence = options.writer_id, options.writer_sequence
+        if writer_id is None or writer_sequence is None:
+            return None
+        seen = session.scalars(
+            select(CommitRow).where(
+                CommitRow.stream_id == row.id,
+                CommitRow.writer_id == writer_id,
+                CommitRow.writer_sequence == writer_sequence,
             )
-            created_at = now_ms() if previous is None else max(now_ms(), previous + 1)
-            commit = CommitRow(
+        ).one_or_none()
+        if seen is None:
+            return None
+        count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
+        return _commit(seen, count, duplicate=True)
+
+    @staticmethod
+    def _next_time(session: Session, row: StreamRow) -> int:
+        """The time of the locked stream's next commit: now, but strictly after its newest commit's (TIMESTAMP AS
+        OF and change feeds order commits by it, whatever the clock does)."""
+        previous = session.scalar(
+            select(CommitRow.created_at).where(CommitRow.stream_id == row.id, CommitRow.number == row.last_commit)
+        )
+        return now_ms() if previous is None else max(now_ms(), previous + 1)
+
+    def _commit_in(self, session: Session, scope: str, row: StreamRow, chunks: Sequence[Chunk],
+                   options: CommitOptions, check: CheckCommit, created_at: int) -> Commit:
+        """Add ``chunks`` as the next commit of the locked stream ``row`` at ``created_at``, in ``session``."""
+        stream = row.name
+        table = session.get(TableRow, row.id)
+        record = None if table is None else _table_record(session, row, table, scope)
+        check(_stream(row, scope), record, self._groups_in(session))
+        removed = self._live_chunks(session, row, options.removes)
+        if options.kind == COMPACTION:
+            later = [c.path for c in removed if c.sequence > (options.base_cut or 0)]
+            if later:
+                raise BadRequest(
+                    f"a compaction with base cut {options.base_cut} cannot remove chunk {later[0]!r}, "
+                    "whose changes sort after that cut"
+                )
+        number = row.last_commit + 1
+        commit = CommitRow(
+            stream_id=row.id,
+            number=number,
+            overwrite=options.kind == OVERWRITE,
+            kind=options.kind,
+            read_cut=options.read_cut,
+            base_cut=options.base_cut,
+            writer_id=options.writer_id,
+            writer_sequence=options.writer_sequence,
+            event_count=sum(c.event_count for c in chunks),
+            bytes=sum(c.bytes for c in chunks),
+            properties=dict(options.properties),
+            created_at=created_at,
+        )
+        session.add(commit)
+        session.flush()
+        if options.kind == OVERWRITE:
+            session.execute(
+                update(ChunkRow)
+                .where(ChunkRow.stream_id == row.id, ChunkRow.removed_at.is_(None))
+                .values(removed_at=number)
+            )
+        ids = [c.id for c in removed]
+        for i in range(0, len(ids), _BATCH):
+            session.execute(update(ChunkRow).where(ChunkRow.id.in_(ids[i : i + _BATCH])).values(removed_at=number))
+        sequence = options.base_cut if options.kind == COMPACTION and options.base_cut is not None else number
+        session.add_all(
+            ChunkRow(
                 stream_id=row.id,
-                number=number,
-                overwrite=options.kind == OVERWRITE,
-                kind=options.kind,
-                read_cut=options.read_cut,
-                base_cut=options.base_cut,
-                writer_id=writer_id,
-                writer_sequence=writer_sequence,
-                event_count=sum(c.event_count for c in chunks),
-                bytes=sum(c.bytes for c in chunks),
-                properties=dict(options.properties),
-                created_at=created_at,
+                commit_id=commit.id,
+                commit_number=number,
+                path=c.path,
+                kind=c.kind,
+                segment=c.segment,
+                event_count=c.event_count,
+                bytes=c.bytes,
+                encoding_ids=list(c.encoding_ids),
+                min_event_time=c.min_event_time,
+                max_event_time=c.max_event_time,
+                stats=c.stats,
+                sequence=sequence,
+                removed_at=None,
+                partition=c.partition,
             )
-            session.add(commit)
+            for c in chunks
+        )
+        row.last_commit = number
+        try:
             session.flush()
-            if options.kind == OVERWRITE:
-                session.execute(
-                    update(ChunkRow)
-                    .where(ChunkRow.stream_id == row.id, ChunkRow.removed_at.is_(None))
-                    .values(removed_at=number)
-                )
-            ids = [c.id for c in removed]
-            for i in range(0, len(ids), _BATCH):
-                session.execute(update(ChunkRow).where(ChunkRow.id.in_(ids[i : i + _BATCH])).values(removed_at=number))
-            sequence = options.base_cut if options.kind == COMPACTION and options.base_cut is not None else number
-            session.add_all(
-                ChunkRow(
-                    stream_id=row.id,
-                    commit_id=commit.id,
-                    commit_number=number,
-                    path=c.path,
-                    kind=c.kind,
-                    segment=c.segment,
-                    event_count=c.event_count,
-                    bytes=c.bytes,
-                    encoding_ids=list(c.encoding_ids),
-                    min_event_time=c.min_event_time,
-                    max_event_time=c.max_event_time,
-                    stats=c.stats,
-                    sequence=sequence,
-                    removed_at=None,
-                    partition=c.partition,
-                )
-                for c in chunks
-            )
-            row.last_commit = number
-            try:
-                session.flush()
-            except IntegrityError:
-                raise Conflict(f"a chunk of this commit is already committed to {scope}.{stream}") from None
-            return _commit(commit, len(chunks))
+        except IntegrityError:
+            raise Conflict(f"a chunk of this commit is already committed to {scope}.{stream}") from None
+        return _commit(commit, len(chunks))
 
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit | None:
         with self._read() as session:

@@ -29,6 +29,11 @@ def join(location: str, *parts: str) -> str:
     return "/".join([location.rstrip("/"), *parts])
 
 
+def uri_of(location: str) -> str:
+    """An absolute URI of a location or file (``file://`` for a local path), as Iceberg names files."""
+    return f"file://{location}" if location.startswith("/") else location
+
+
 def _list_local(root: str) -> list[StoredFile]:
     # pyarrow's recursive listing follows symlinked directories (out of the location, or round a
     # loop); a location's files are the regular files really below it, so symlinks are skipped.

@@ -25,6 +25,7 @@ from catalog_api.model import (
     Stream,
     StreamConfig,
     Table,
+    TableCommit,
     WriterCommit,
 )
 from catalog_api.partitioning.spec import NO_PARTITION_FIELDS, UNPARTITIONED, PartitionSpec
@@ -206,6 +207,13 @@ class CatalogStore(ABC):
         every live chunk removed by it, other commits the live chunks ``options.removes`` names
         (CommitConflict if one is not live). The new chunks sort at the commit's number, a
         compaction's at its base cut; the commit's time is after its predecessor's."""
+
+    @abstractmethod
+    def commit_tables(self, parts: Sequence[TableCommit], checks: Sequence[CheckCommit]) -> list[Commit]:
+        """Make each part (checked by the check of its index) a commit of its stream as :meth:`commit` would,
+        all in one transaction and at one time, or none; the commits in the parts' order. When every part's
+        (writer, sequence) is already there, the first commits are returned and nothing is written; when only
+        some are, Conflict."""
 
     @abstractmethod
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit | None:

@@ -177,6 +177,11 @@ class RegistryService:
         """A page of the namespace's groups whose name contains ``text`` (any case), by name, past ``after``."""
         return self.store.find_groups(namespace, text, after, limit)
 
+    def group_names(self, namespace: Namespace, text: str, after: str, limit: int) -> list[GroupName]:
+        """A page of the names of the namespace's groups that contain ``text`` (any case), by name, past
+        ``after``: find_groups without reading the groups' properties."""
+        return self.store.group_names(namespace, text, after, limit)
+
     def delete_namespace(self, namespace: Namespace) -> None:
         """Delete every group of the namespace."""
         self.store.delete_namespace(namespace)

@@ -615,6 +615,11 @@ class CheckConstraint(Wire):
     #: whether the table declares it (property ``constraint.check.<name>``), else a CEL condition rule of
     #: its schema version
     declared: bool
+    #: what the Python writers do with a failing row: ``ERROR`` (refuse the write) or ``DLQ`` (send it to
+    #: ``dlqTable``); Spark refuses the write either way
+    on_failure: str = "ERROR"
+    #: the dead-letter table (``scope.table``) of a ``DLQ`` rule (its parameter ``dlq.table``)
+    dlq_table: str | None = None
 
 
 class Table(Wire):
@@ -660,7 +665,8 @@ class Table(Wire):
             stream=Stream.of(table.stream),
             partition_spec=PartitionSpec.of(table.partition_spec, table.schema),
             partition_specs=[PartitionSpec.of(s, table.schema) for s in table.partition_specs],
-            checks=[CheckConstraint.model_construct(name=c.name, sql=c.sql, cel=c.cel, declared=c.declared)
+            checks=[CheckConstraint.model_construct(name=c.name, sql=c.sql, cel=c.cel, declared=c.declared,
+                                                    on_failure=c.on_failure, dlq_table=c.dlq_table)
                     for c in table.checks],
         )
 
@@ -870,6 +876,40 @@ class CommitRequest(Wire):
         )
 
 
+class TableCommitRequest(CommitRequest):
+    """One table's commit in ``POST /v1/commits``: a ``CommitRequest`` of the stream ``stream`` of scope
+    ``scope``."""
+
+    scope: Name
+    stream: Name
+
+    @classmethod
+    def of_part(cls, part: domain.TableCommit) -> TableCommitRequest:
+        """The wire form of one table's part."""
+        request = CommitRequest.of(part.chunks, part.options)
+        return cls.model_construct(scope=part.scope, stream=part.stream, **{
+            name: getattr(request, name) for name in request.model_fields_set})
+
+    def to_part(self) -> domain.TableCommit:
+        """The part as the catalog's service takes it."""
+        chunks, options = self.to_domain()
+        return domain.TableCommit(self.scope, self.stream, chunks, options)
+
+
+class CommitTablesRequest(Wire):
+    """``POST /v1/commits``: commits to several tables (or streams) made in one transaction, at one time, or
+    none (docs/data-contracts.md, "Dead-letter tables"). Each is checked as its own ``POST .../commits``
+    would be; the caller needs write on every table named. A repeat whose every commit carries a
+    (writerId, writerSequence) already made is acknowledged (200) and changes nothing; each table at most
+    once."""
+
+    commits: Annotated[list[TableCommitRequest], Field(min_length=1, max_length=64)]
+
+    def to_domain(self) -> list[domain.TableCommit]:
+        """The parts as the catalog's service takes them."""
+        return [c.to_part() for c in self.commits]
+
+
 class Commit(Wire):
     """One commit of a stream; ``duplicate`` tells a repeated (writerId, writerSequence)."""
 
@@ -908,6 +948,12 @@ class Commit(Wire):
             base_cut=commit.base_cut,
             created_at=commit.created_at,
         )
+
+
+class CommitTablesAnswer(Wire):
+    """The commits ``POST /v1/commits`` made (or found made: ``duplicate``), in the request's order."""
+
+    commits: list[Commit]
 
 
 class WriterCommit(Wire):

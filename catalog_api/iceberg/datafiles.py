@@ -4,7 +4,9 @@ wrote under the table's location, and checked against the table's schema by thei
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import base64
+import datetime as dt
+from dataclasses import dataclass, field
 from typing import Any
 
 import fastavro
@@ -13,9 +15,11 @@ import pyarrow.parquet as pq
 
 from catalog_api import storage
 from catalog_api.iceberg.errors import NotSupported
-from catalog_api.iceberg.writer import uri_of
 from catalog_api.locations import safe_relative
+from catalog_api.partitioning.spec import BUCKET, PartitionSpec
+from catalog_api.partitioning.transforms import apply
 from catalog_api.schema.resolution import PARQUET_FIELD_ID
+from catalog_api.storage import uri_of
 from registry.errors import BadRequest
 
 #: A manifest entry's status: the file was added, or removed, by the entry's snapshot.
@@ -37,11 +41,14 @@ _ARROW_TYPES: dict[str, tuple[Any, ...]] = {
 
 @dataclass(frozen=True)
 class AddedFile:
-    """A data file a client's snapshot adds: its path relative to the table's location, rows and size."""
+    """A data file a client's snapshot adds: its path relative to the table's location, rows and size, the
+    partition spec its manifest is of and its partition values by field name (as the manifest decodes them)."""
 
     path: str
     rows: int
     bytes: int
+    spec_id: int = 0
+    partition: dict[str, Any] = field(default_factory=dict)
 
 
 def relative(location: str, uri: str, what: str) -> str:
@@ -86,6 +93,7 @@ def snapshot_files(location: str, snapshot: dict[str, Any]) -> SnapshotFiles:
             raise NotSupported("add-snapshot: delete files (row-level deletes) are not supported; only appends and "
                                "overwrites of the whole table")
         path = relative(location, str(manifest.get("manifest_path")), "manifest")
+        spec_id = int(manifest.get("partition_spec_id") or 0)
         for entry in _avro_records(location, path):
             data = entry.get("data_file") or {}
             file = relative(location, str(data.get("file_path")), "data file")
@@ -95,7 +103,8 @@ def snapshot_files(location: str, snapshot: dict[str, Any]) -> SnapshotFiles:
                 if str(data.get("file_format", "")).upper() != "PARQUET":
                     raise NotSupported(f"data file {file}: only Parquet data files are supported")
                 found.added.append(AddedFile(file, int(data.get("record_count", 0)),
-                                             int(data.get("file_size_in_bytes", 0))))
+                                             int(data.get("file_size_in_bytes", 0)), spec_id,
+                                             dict(data.get("partition") or {})))
     return found
 
 
@@ -148,18 +157,120 @@ def _check_fields(struct: dict[str, Any], fields: list[pa.Field], prefix: str) -
     return None
 
 
-def check_footer(location: str, file: AddedFile, schema: dict[str, Any]) -> None:
+def _stats_units(value: Any) -> Any:
+    """A partition value as a manifest decodes it, in chunk statistics' units (days, microseconds, base64)."""
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
+        return (moment - _EPOCH) // dt.timedelta(microseconds=1)
+    if isinstance(value, dt.date):
+        return (value - _EPOCH.date()).days
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+@dataclass
+class _ColumnRange:
+    """What a file's row groups' statistics say of one column: its least and greatest value, and whether some
+    value is null, some is not, or some row group has no bounds."""
+
+    low: Any = None
+    high: Any = None
+    nulls: bool = False
+    values: bool = False
+    unknown: bool = False
+
+    def add(self, statistics: Any, rows: int) -> None:
+        if statistics is None:
+            self.unknown = True
+            return
+        nulls = statistics.null_count if statistics.has_null_count else None
+        if nulls is None:
+            self.unknown = True
+            return
+        self.nulls = self.nulls or nulls > 0
+        if nulls == rows:
+            return
+        self.values = True
+        if not statistics.has_min_max:
+            self.unknown = True
+            return
+        # Dates and timestamps compare as their stored days and microseconds (stats units).
+        raw = statistics.physical_type in ("INT32", "INT64")
+        low, high = (statistics.min_raw, statistics.max_raw) if raw else (statistics.min, statistics.max)
+        self.low = low if self.low is None or low < self.low else self.low
+        self.high = high if self.high is None or high > self.high else self.high
+
+
+def _column_range(parquet: pq.ParquetFile, name: str) -> _ColumnRange:
+    """The range of top-level column ``name`` over the file's row groups (a column the file lacks: all null)."""
+    metadata = parquet.metadata
+    found = _ColumnRange()
+    leaf = next((i for i in range(metadata.num_columns) if metadata.schema.column(i).path == name), None)
+    if leaf is None:
+        found.nulls = metadata.num_rows > 0
+        return found
+    for g in range(metadata.num_row_groups):
+        group = metadata.row_group(g)
+        found.add(group.column(leaf).statistics, group.num_rows)
+    return found
+
+
+def _partition_problem(parquet: pq.ParquetFile, file: AddedFile, spec: PartitionSpec, schema: dict[str, Any],
+                       types: dict[int, str]) -> str | None:
+    """Why the file's rows are not all in the partition its manifest gives it (None: they are): each value is
+    checked against the bounds and null counts of its source column in the footer's statistics."""
+    names = {int(f["id"]): str(f["name"]) for f in schema["fields"]}
+    for f in spec.fields:
+        column = names.get(f.source_id, f.source)
+        declared = _stats_units(file.partition.get(f.name))
+        seen = _column_range(parquet, column)
+        if seen.unknown:
+            return (f"column {column}: the file's statistics do not show which partition of {f.name} ({f.transform})"
+                    " its rows are in")
+        source_type = types.get(f.source_id)
+        found: set[Any] = {None} if seen.nulls else set()
+        if seen.values:
+            if f.transform.kind == BUCKET and seen.low != seen.high:
+                return (f"column {column}: the bucket of each of its values ({seen.low!r} to {seen.high!r}) cannot be "
+                        f"checked from the file's statistics; write {f.transform} partitions with Spark or Streamcat's "
+                        "writers")
+            found |= {apply(f.transform, seen.low, source_type), apply(f.transform, seen.high, source_type)}
+        if found != {declared}:
+            shown = ", ".join(repr(v) for v in sorted(found, key=repr))
+            return (f"column {column}: partition {f.name}={declared!r} ({f.transform}), but the file's rows have "
+                    f"{shown}")
+    return None
+
+
+def partition_values(file: AddedFile, spec: PartitionSpec) -> list[Any]:
+    """The file's partition values under ``spec`` (its manifest's), in chunk statistics' units, in spec order."""
+    return [_stats_units(file.partition.get(f.name)) for f in spec.fields]
+
+
+def check_footer(location: str, file: AddedFile, schema: dict[str, Any], spec: PartitionSpec | None = None,
+                 types: dict[int, str] | None = None) -> None:
     """BadRequest naming the column and the reason unless the Parquet file's columns carry the field ids
-    and types of ``schema`` (the table's current Iceberg schema); reads the file's footer only."""
+    and types of ``schema`` (the table's current Iceberg schema) and, under a partitioned ``spec`` (the
+    table's current one; ``types`` the Spark type names of its columns by id), its rows are in the partition
+    its manifest gives it; reads the file's footer only."""
     fs, root = storage.resolve(location)
     try:
         with fs.open_input_file(f"{root}/{file.path}") as source:
             parquet = pq.ParquetFile(source)
             arrow, rows = parquet.schema_arrow, parquet.metadata.num_rows
+            problem = _check_fields(schema, list(arrow), "")
+            if problem is None and spec is not None and not spec.unpartitioned:
+                if file.spec_id != spec.spec_id:
+                    raise BadRequest(f"data file {file.path} is written for partition spec {file.spec_id}, but the "
+                                     f"table's is spec {spec.spec_id} ({spec.text()}); reload the table")
+                problem = _partition_problem(parquet, file, spec, schema, types or {})
     except (OSError, pa.ArrowException) as e:
         raise BadRequest(f"data file {file.path}: not a readable Parquet file: {e}") from None
     if rows != file.rows:
         raise BadRequest(f"data file {file.path}: its manifest says {file.rows} rows, its footer {rows}")
-    problem = _check_fields(schema, list(arrow), "")
     if problem is not None:
         raise BadRequest(f"data file {file.path}: {problem}")

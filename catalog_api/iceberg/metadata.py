@@ -44,6 +44,7 @@ def table_metadata(
     if table.comment:
         properties.setdefault("comment", table.comment)
     snapshots = history.snapshots if not refs_only or shown is None else (shown,)
+    schema_ids = {s["schema-id"] for s in schemas}
     specs = [iceberg_spec(s) for s in table.partition_specs]
     metadata: dict[str, Any] = {
         "format-version": 2,
@@ -70,7 +71,7 @@ def table_metadata(
                 "timestamp-ms": s.timestamp_ms,
                 "manifest-list": manifest_lists[s.cut],
                 "summary": s.summary,
-                "schema-id": current["schema-id"],
+                "schema-id": s.schema_id if s.schema_id in schema_ids else current["schema-id"],
             }
             for s in snapshots
         ],

@@ -20,12 +20,15 @@ BEHIND_PROPERTY = "streamcat.commits-behind"
 #: The namespace property that is a scope's comment.
 COMMENT = "comment"
 #: Iceberg snapshot operations.
-APPEND_OP, OVERWRITE_OP, REPLACE_OP = "append", "overwrite", "replace"
+APPEND_OP, OVERWRITE_OP, REPLACE_OP, DELETE_OP = "append", "overwrite", "replace", "delete"
+#: What a manifest (and each file it lists) holds: data files, or position delete files.
+DATA_CONTENT, POSITION_DELETES_CONTENT = 0, 1
 
 
 @dataclass(frozen=True)
 class DataFile:
-    """One Parquet data file of a snapshot: a columnar chunk, its path relative to the location."""
+    """One Parquet file of a snapshot, its path relative to the location: a data file (a columnar chunk), or a
+    position delete file (a position-deletes chunk), listed once per partition whose files it may name."""
 
     path: str
     #: the commit that added it (its data sequence number and the snapshot that added it)
@@ -35,23 +38,29 @@ class DataFile:
     spec_id: int
     #: the partition values in chunk statistics' units (days, microseconds, ...), in spec order
     partition: tuple[Any, ...] = ()
+    content: int = DATA_CONTENT
+    #: a position delete file's lowest and highest ``file_path`` (absolute URIs)
+    path_bounds: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
 class ManifestKey:
-    """One manifest: the files of one partition spec added by the commits ``first`` to ``last`` (an
-    aligned block of commit numbers) that are live after the block's newest removal up to the snapshot,
-    ``removal`` (0: none). The same key always holds the same files, so snapshots share manifests."""
+    """One manifest: the files of one ``content`` (data or position deletes) and partition spec added by the
+    commits ``first`` to ``last`` (an aligned block of commit numbers) that are live after the block's newest
+    removal up to the snapshot, ``removal`` (0: none). The same key always holds the same files, so snapshots
+    share manifests."""
 
     spec_id: int
     first: int
     last: int
     removal: int
+    content: int = DATA_CONTENT
 
     @property
     def name(self) -> str:
-        """The manifest's file name (without the table's prefix)."""
-        return f"m-{self.spec_id}-{self.first}-{self.last}-{self.removal}.avro"
+        """The manifest's file name (without the table's prefix): ``m-`` of data files, ``d-`` of deletes."""
+        kind = "m" if self.content == DATA_CONTENT else "d"
+        return f"{kind}-{self.spec_id}-{self.first}-{self.last}-{self.removal}.avro"
 
 
 @dataclass(frozen=True)
@@ -64,6 +73,9 @@ class IcebergSnapshot:
     parent: int | None
     manifests: tuple[ManifestKey, ...]
     summary: dict[str, str] = field(default_factory=dict)
+    #: the schema (version) the rows of its commit, or of the newest commit before it that wrote rows, were
+    #: written with (None: unknown, the current schema is named)
+    schema_id: int | None = None
 
 
 @dataclass(frozen=True)

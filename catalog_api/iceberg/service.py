@@ -17,11 +17,13 @@ from catalog_api.iceberg.metadata import table_metadata, table_uuid
 from catalog_api.iceberg.model import COMMENT, LoadedTable, Requirement, Update, namespace_properties
 from catalog_api.iceberg.schemas import iceberg_schema, iceberg_spec, iceberg_struct, with_ids
 from catalog_api.iceberg.store import SqlIcebergStore
-from catalog_api.iceberg.writer import MetadataWriter, SpecLayout, TableFiles, uri_of
+from catalog_api.iceberg.writer import MetadataWriter, SpecLayout, TableFiles
 from catalog_api.model import APPEND, COLUMNAR, OVERWRITE, Chunk, CommitOptions, Scope, Table
 from catalog_api.partitioning.spec import PartitionField, PartitionSpec, Transform
 from catalog_api.schema import to_struct
+from catalog_api.schema.fieldids import field_id
 from catalog_api.service import CatalogService, TableRequest
+from catalog_api.storage import uri_of
 from catalog_api.store import Page
 from registry.errors import BadRequest
 from registry.ids import CodecName, EncodingId, GroupName, Namespace, TypeName
@@ -52,6 +54,9 @@ class SchemaVersions(Protocol):
 
     def encoding_id(self, namespace: Namespace, name: GroupName, version: VersionInfo, codec: CodecName) -> EncodingId:
         """Get or create the encoding id of (version, codec)."""
+
+    def encodings(self, namespace: Namespace, name: GroupName) -> list[tuple[EncodingId, VersionInfo, CodecName]]:
+        """Every encoding id of the group, with the version and codec it stands for."""
 
 
 class IcebergService:
@@ -194,7 +199,9 @@ class IcebergService:
     def _derive(self, table: Table, refs_only: bool) -> LoadedTable:
         scope, name = table.scope, table.name
         schemas = self._iceberg_schemas(table)
-        history = snapshots.history(self.store.facts(scope, name), keyed=bool(table.primary_key))
+        encodings = self.versions.encodings(Namespace(scope), GroupName(name))
+        history = snapshots.history(self.store.facts(scope, name), keyed=bool(table.primary_key),
+                                    versions={int(e): int(v.version) for e, v, _codec in encodings})
         current = iceberg_struct(with_ids(table.schema))
         source_types = {f["id"]: f["type"] for f in current["fields"]}
         files = TableFiles(
@@ -242,13 +249,10 @@ class IcebergService:
 
     def _append(self, table: Table, metadata: dict[str, Any], added: list[dict[str, Any]]) -> None:
         """Make the data files of a client's snapshots one Streamcat commit, once each file's footer shows the
-        table's field ids and types: an append, or an overwrite when they remove every live file (pyiceberg's
-        ``overwrite``); the chunks record the encoding id of the table's current version."""
-        if not table.partition_spec.unpartitioned:
-            raise NotSupported(
-                f"{table.scope}.{table.name} is partitioned: appends from Iceberg clients are accepted for "
-                "unpartitioned tables only; write it with Spark or Streamcat's writers"
-            )
+        table's field ids and types and, in a partitioned table, that its rows are in the partition of the
+        table's current spec its manifest gives it: an append, or an overwrite when they remove every live
+        file (pyiceberg's ``overwrite``); the chunks record the encoding id of the table's current version
+        and their partitions."""
         location = table.stream.location
         schema = next(s for s in metadata["schemas"] if s["schema-id"] == metadata["current-schema-id"])
         found = [datafiles.snapshot_files(location, snapshot) for snapshot in added]
@@ -264,11 +268,16 @@ class IcebergService:
                 )
         elif not files:
             raise BadRequest("add-snapshot: the snapshot adds no data file")
+        spec = table.partition_spec
+        types = {fid: column["type"] for column in with_ids(table.schema)["fields"]
+                 if isinstance(column.get("type"), str) and (fid := field_id(column)) is not None}
         for f in files:
-            datafiles.check_footer(location, f, schema)
+            datafiles.check_footer(location, f, schema, spec, types)
         encoding = int(self.versions.encoding_id(Namespace(table.scope), GroupName(table.name),
                                                  table.schema_version, NO_CODEC))
-        chunks = [Chunk(path=f.path, kind=COLUMNAR, event_count=f.rows, bytes=f.bytes, encoding_ids=(encoding,))
+        chunks = [Chunk(path=f.path, kind=COLUMNAR, event_count=f.rows, bytes=f.bytes, encoding_ids=(encoding,),
+                        partition=None if spec.unpartitioned else {"specId": spec.spec_id,
+                                                                   "values": datafiles.partition_values(f, spec)})
                   for f in files]
         # Made only if no commit came since the metadata the requirements were checked against (409 otherwise).
         self.catalog.commit(table.scope, table.name, chunks,

@@ -4,12 +4,13 @@ read in one transaction, so that they agree with each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlalchemy.orm import Session
 
 from catalog_api.errors import TableNotFound
-from catalog_api.model import Chunk
+from catalog_api.model import DELETES, Chunk
 from catalog_api.orm import ChunkRow, CommitRow, ScopeRow, StreamRow
 
 
@@ -60,15 +61,20 @@ class SqlIcebergStore:
             ).all()
             chunks = session.execute(
                 select(ChunkRow.path, ChunkRow.kind, ChunkRow.commit_number, ChunkRow.removed_at, ChunkRow.sequence,
-                       ChunkRow.event_count, ChunkRow.bytes, ChunkRow.partition)
+                       ChunkRow.event_count, ChunkRow.bytes, ChunkRow.partition, ChunkRow.encoding_ids)
                 .where(ChunkRow.stream_id == stream.id).order_by(ChunkRow.commit_number, ChunkRow.id)
             ).all()
+            # Statistics of position deletes only: their file_path bounds say they are Iceberg's too.
+            stats: dict[str, dict[str, Any]] = dict(session.execute(
+                select(ChunkRow.path, ChunkRow.stats).where(ChunkRow.stream_id == stream.id, ChunkRow.kind == DELETES)
+            ).all())
             return StreamFacts(
                 commits=tuple(CommitFacts(n, k, t) for n, k, t in commits),
                 chunks=tuple(
                     Chunk(path=p, kind=k, commit=c, removed_at=r, sequence=s, event_count=e, bytes=b,
-                          partition=None if part is None else dict(part))
-                    for p, k, c, r, s, e, b, part in chunks
+                          partition=None if part is None else dict(part), stats=dict(stats.get(p) or {}),
+                          encoding_ids=tuple(int(i) for i in encodings or ()))
+                    for p, k, c, r, s, e, b, part, encodings in chunks
                 ),
                 truncated_at=stream.truncated_at,
                 retained_from=stream.retained_from,

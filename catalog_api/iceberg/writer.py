@@ -1,6 +1,7 @@
 """The metadata writer: Iceberg's manifests and manifest lists (Avro) and metadata JSON files, written
 under a table's location (``<location>/metadata/``) from what :mod:`catalog_api.iceberg.snapshots`
-derives. It writes metadata only: data files are the table's chunks, never read or copied.
+derives. It writes metadata only: data files and position delete files are the table's chunks, never
+read or copied (a position-deletes chunk is an Iceberg position delete file as it is written).
 
 Every file's name says what it holds (a manifest's block and removal, a snapshot's cut, the metadata's
 digest), prefixed with the table's uuid, so a file once written is never rewritten and two servers
@@ -25,9 +26,10 @@ import pyarrow.fs as pafs
 from cachetools import LRUCache
 
 from catalog_api import storage
-from catalog_api.iceberg.model import DataFile, IcebergSnapshot, ManifestKey, TableHistory
+from catalog_api.iceberg.model import DATA_CONTENT, DataFile, IcebergSnapshot, ManifestKey, TableHistory
 from catalog_api.iceberg.schemas import partition_avro_type
-from catalog_api.model import METADATA_FOLDER
+from catalog_api.model import ICEBERG_FILE_PATH_ID, METADATA_FOLDER
+from catalog_api.storage import uri_of
 
 _MAP = {"type": "array", "logicalType": "map"}
 
@@ -132,15 +134,20 @@ class TableFiles:
     history: TableHistory
 
 
-def uri_of(location: str) -> str:
-    """An absolute URI of a location (``file://`` for a local path)."""
-    return f"file://{location}" if location.startswith("/") else location
-
-
 def _partition_value(value: Any, avro_type: Any, transform: str) -> Any:
     if value is not None and transform.startswith("truncate") and avro_type == ["null", "bytes"]:
         return base64.b64decode(value)  # truncated binary is kept as base64 text
     return value
+
+
+def _path_bounds(f: DataFile) -> dict[str, Any]:
+    """A position delete file's ``file_path`` bounds, as a manifest's lower and upper bounds hold them (UTF-8),
+    by which readers match it to the data files it may name."""
+    if f.path_bounds is None:
+        return {}
+    low, high = f.path_bounds
+    return {"lower_bounds": [{"key": ICEBERG_FILE_PATH_ID, "value": low.encode()}],
+            "upper_bounds": [{"key": ICEBERG_FILE_PATH_ID, "value": high.encode()}]}
 
 
 class MetadataWriter:
@@ -200,7 +207,7 @@ class MetadataWriter:
             "sequence_number": f.commit,
             "file_sequence_number": f.commit,
             "data_file": {
-                "content": 0,
+                "content": f.content,
                 "file_path": uri_of(f"{location}/{f.path}"),
                 "file_format": "PARQUET",
                 "partition": {
@@ -210,6 +217,7 @@ class MetadataWriter:
                 },
                 "record_count": f.record_count,
                 "file_size_in_bytes": f.size,
+                **_path_bounds(f),
             },
         } for f in files]
         out = io.BytesIO()
@@ -219,7 +227,7 @@ class MetadataWriter:
             "partition-spec": json.dumps(layout.spec["fields"]),
             "partition-spec-id": str(key.spec_id),
             "format-version": "2",
-            "content": "data",
+            "content": "data" if key.content == DATA_CONTENT else "deletes",
         }
         fastavro.writer(out, fastavro.parse_schema(_entry_schema(partition_fields)), records, codec="deflate",
                         metadata=metadata)
@@ -238,7 +246,7 @@ class MetadataWriter:
                 manifest = self._manifest(table, key, fs, folder, base)
                 entries.append({
                     "manifest_path": manifest.uri, "manifest_length": manifest.length,
-                    "partition_spec_id": key.spec_id, "content": 0, "sequence_number": key.last,
+                    "partition_spec_id": key.spec_id, "content": key.content, "sequence_number": key.last,
                     "min_sequence_number": manifest.min_sequence, "added_snapshot_id": key.last,
                     "added_files_count": manifest.files, "existing_files_count": 0, "deleted_files_count": 0,
                     "added_rows_count": manifest.rows, "existing_rows_count": 0, "deleted_rows_count": 0,

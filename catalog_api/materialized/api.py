@@ -7,6 +7,7 @@ refresher's lease and its reports need write on the table too (a refresh commits
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Flask, current_app
@@ -63,10 +64,10 @@ def list_materialized(scope: str, query: PageQuery) -> m.MaterializedTableList:
     permission=Need("write", "scope"),
 )
 def create_materialized(scope: str, body: m.CreateMaterializedTableRequest) -> m.MaterializedTable:
-    definition = body.definition(_freshness(body.freshness), body.refresh_mode)
+    definition = replace(body.definition(_freshness(body.freshness), body.refresh_mode), options=dict(body.options))
     created = materialized_service().create(
         scope, body.table_name, definition, body.schema_.model_dump(mode="json"), tuple(body.primary_key),
-        body.format, body.comment,
+        body.format, body.comment, tuple(body.partitioned_by),
     )
     return m.MaterializedTable.of(created)
 
@@ -117,7 +118,7 @@ def acquire_lease(scope: str, table: str, body: m.LeaseRequest) -> m.Materialize
 def record_refresh(scope: str, table: str, body: m.RefreshReport) -> m.MaterializedTable:
     recorded = materialized_service().record_refresh(
         scope, table, body.holder, body.outcome, commit=body.commit, cuts=body.cuts, duration_ms=body.duration_ms,
-        error=body.error, release=body.release,
+        error=body.error, release=body.release, scheduled_at=body.scheduled_at,
     )
     return m.MaterializedTable.of(recorded)
 

@@ -1,9 +1,11 @@
 """The domain objects of materialized tables and the rules that need no database: which refresh mode
-a freshness gets, how far behind a table is, how long a failed table waits before the next attempt."""
+a freshness gets, how far behind a table is, how long a failed table waits before the next attempt,
+which WITH options a table takes, and when its next refresh is due (:func:`next_refresh_at`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -28,6 +30,13 @@ TABLE_PROPERTY = "streamcat.materialized"
 #: Backoff after a failed refresh: first wait, doubled per further failure, capped.
 BACKOFF_FIRST_MS = 5_000
 BACKOFF_MAX_MS = 10 * 60 * 1000
+
+#: The WITH option that makes a full-mode table's scheduled refresh recompute one partition: the value of
+#: partition column <col> is the scheduled time formatted with this Java date pattern, in UTC (Flink's option).
+DATE_FORMATTER = re.compile(r"^partition\.fields\.([^.]+)\.date-formatter$")
+#: WITH options that are the catalog's table properties (docs/changelog-tables.md): set on the table.
+TABLE_OPTIONS = ("merge-engine", "sequence.field")
+_FIELD_OPTION = re.compile(r"^fields\.[^.]+\.[a-z-]+$")
 
 _UNITS = {
     "ms": 1, "millisecond": 1, "milliseconds": 1,
@@ -62,6 +71,48 @@ def effective_mode(mode: RefreshMode, freshness_ms: int, threshold_ms: int) -> E
     return mode
 
 
+def split_options(options: Mapping[str, str], partitioned_by: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A CREATE's WITH options as (the materialized table's own, table properties): a date formatter of a
+    partition column, and the catalog's table properties (``merge-engine``, ``sequence.field``,
+    ``fields.<col>.<option>``). ValueError naming the first key that is neither, or a formatter of a column
+    that is not a partition column, or an empty formatter."""
+    own: dict[str, str] = {}
+    table: dict[str, str] = {}
+    for key, value in options.items():
+        formatter = DATE_FORMATTER.match(key)
+        if formatter:
+            if formatter.group(1) not in partitioned_by:
+                raise ValueError(f"option {key!r} names column {formatter.group(1)!r}, which is not a partition "
+                                 f"column (PARTITIONED BY ({', '.join(partitioned_by)}))")
+            if not value.strip():
+                raise ValueError(f"option {key!r} needs a date pattern, such as 'yyyy-MM-dd'")
+            own[key] = value
+        elif key in TABLE_OPTIONS or _FIELD_OPTION.match(key):
+            table[key] = value
+        else:
+            raise ValueError(f"unknown option {key!r}: a materialized table takes "
+                             "'partition.fields.<column>.date-formatter' and the table properties "
+                             f"{', '.join(TABLE_OPTIONS)} and fields.<column>.<option>")
+    if len(own) > 1:
+        raise ValueError(f"options {', '.join(sorted(own))}: one partition column may have a date formatter")
+    return own, table
+
+
+def formatter(options: Mapping[str, str]) -> tuple[str, str] | None:
+    """The partition column a scheduled refresh recomputes and its date pattern, when the options name one."""
+    for key, value in options.items():
+        found = DATE_FORMATTER.match(key)
+        if found:
+            return found.group(1), value
+    return None
+
+
+def tick(freshness_ms: int, at_ms: int) -> int:
+    """The scheduled time at or before ``at_ms``: full-mode refreshes are due every freshness interval
+    counted from the epoch (as Flink's cron: freshness 1 hour is on the hour)."""
+    return at_ms - at_ms % freshness_ms
+
+
 def backoff_ms(failures: int) -> int:
     """How long to wait after the ``failures``-th failure in a row before trying again."""
     return int(min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** max(0, failures - 1)))
@@ -92,6 +143,8 @@ class Definition:
     refresh_mode: RefreshMode = "auto"
     current_catalog: str | None = None
     current_namespace: tuple[str, ...] = ()
+    #: the WITH options kept with the definition (a partition column's date formatter)
+    options: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -120,6 +173,8 @@ class RefreshState:
     next_attempt_at: int | None = None
     lease_holder: str | None = None
     lease_expires_at: int | None = None
+    #: the scheduled time (:func:`tick`) the last scheduled refresh ran for (None: none recorded yet)
+    scheduled_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +196,8 @@ class MaterializedTable:
     #: None before the first refresh, or when that commit predates these properties)
     incremental_plan: str | None = None
     last_refresh_method: str | None = None
+    #: when the next refresh is due (:func:`next_refresh_at`; None: not scheduled)
+    next_refresh_at: int | None = None
 
     @property
     def behind(self) -> bool:
@@ -153,3 +210,35 @@ class MaterializedTable:
     def stale(self) -> bool:
         """Whether the table lags more than its freshness allows."""
         return self.lag_ms > self.definition.freshness_ms
+
+
+def next_refresh_at(table: MaterializedTable, now: int) -> int | None:
+    """When ``table``'s next refresh is due (epoch ms; at or before ``now``: due now), None when none is
+    scheduled (suspended, or a continuous table that reflects its sources). The one place this is decided:
+    REST, DESCRIBE and the refresher show it.
+
+    A failure's backoff, or a refresh asked for, sets the time. A table never refreshed is due at once.
+    Continuous mode: as soon as a source moved. Full mode: at the scheduled times (:func:`tick`), the latest
+    one being due when no scheduled refresh ran for it yet and a source moved before it (a table with a
+    partition date formatter: whether or not one moved, since that time names a partition of its own);
+    otherwise at the next one; none while no source moved (and there is no formatter).
+    """
+    state = table.state
+    if state.status == "suspended":
+        return None
+    if state.next_attempt_at is not None:
+        return state.next_attempt_at
+    if state.refresh_commit == 0:
+        return table.created_at
+    if table.effective_mode == "continuous":
+        return now if table.behind else None
+    partitioned = formatter(table.definition.options) is not None
+    if not table.behind and not partitioned:
+        return None  # refreshed at the first scheduled time after a source moves
+    freshness = table.definition.freshness_ms
+    latest = tick(freshness, now)
+    last = state.scheduled_at if state.scheduled_at is not None else state.last_refresh_at
+    moved_before = table.behind and (table.lag_ms == 0 or now - table.lag_ms < latest)
+    if (last is None or last < latest) and (moved_before or partitioned):
+        return latest
+    return latest + freshness

@@ -46,6 +46,10 @@ class MaterializedTableRow(Base):
     next_attempt_at: Mapped[int | None] = mapped_column(BigInteger)
     lease_holder: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[int | None] = mapped_column(BigInteger)
+    #: the WITH options kept with the definition (null: none; migration 0013)
+    options: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    #: the scheduled time the last scheduled refresh ran for (null: none recorded)
+    scheduled_at: Mapped[int | None] = mapped_column(BigInteger)
     #: bumped by every change of the definition or the status
     version: Mapped[int]
     created_at: Mapped[int] = mapped_column(BigInteger)

@@ -3,10 +3,10 @@
 Each pass lists the materialized tables of every scope (REST) and refreshes those that are due by
 ``CALL <catalog>.system.refresh_materialized_table`` on its Spark session, so that the refresh itself
 (lease, pinned source cuts, one overwrite commit) is the very code users run by hand. A table is due
-when it is not suspended, not waiting out a failure's backoff, not leased by another live refresher,
-and behind its sources, and then, in full mode, either never refreshed, failed before, or lagging by
-half its freshness or more: so its lag stays below its freshness while a refresh takes less than half
-of it.
+when the server's ``nextRefreshAt`` (catalog_api.materialized.model.next_refresh_at, the one place it is
+decided) has come and no other live refresher holds its lease: in full mode, at every multiple of its
+freshness since the epoch (as Flink's cron), when a source moved before it (a table with a partition date
+formatter: always; the refresh then recomputes that time's partition).
 Several refreshers may run against one server: the lease makes each table one refresher's at a time.
 
 A continuous table is refreshed by the same procedure, which then runs an incremental step (its source's
@@ -14,6 +14,9 @@ change feed since the recorded cut, applied to the table in one commit) where it
 due as soon as a source moved, and the loop looks every tenth of the smallest freshness of the
 continuous tables it saw: steps follow the sources closely (their trigger is that pass interval), so
 the lag stays near the time of a step or two, well inside the freshness.
+Before a continuous table's first step, the refresher warms its session with dry runs of that step
+(``refresh_materialized_table(dry_run => true)``: the step's own code and Spark job, writing nothing), so that
+the first step after a start costs what later ones cost (:meth:`Refresher.warm`).
 Only the client side of the project is imported here (plus pyspark).
 """
 
@@ -35,13 +38,19 @@ log = logging.getLogger(__name__)
 
 #: The shortest wait between passes, however small a continuous table's freshness.
 MIN_PASS_SECONDS = 0.2
+#: Dry runs of a continuous table's step before its first (Refresher.warm): at least two (measured on the 2-core
+#: machine, one left the first step at twice a later one's time: the JIT still compiling), more while each is
+#: more than WARMING times faster than the one before (still warming), at most MAX_DRY_RUNS.
+MAX_DRY_RUNS = 4
+WARMING = 1.5
 
 
 @dataclass(frozen=True)
 class Attempt:
     """What one pass did with one table: ``succeeded``, ``unchanged`` (no source had moved), ``failed`` (the
-    error is recorded on the table too) or ``skipped`` (not due, or another refresher had it); ``detail``
-    says how (duration, commit, method), why it failed, or why it was skipped, in one line."""
+    error is recorded on the table too), ``skipped`` (not due, or another refresher had it), or ``warmed`` /
+    ``not warmed`` (:meth:`Refresher.warm`); ``detail`` says how (duration, commit, method), why it failed, or
+    why it was skipped, in one line."""
 
     table: str
     outcome: str
@@ -58,10 +67,11 @@ def iso(ms: int) -> str:
 
 
 def next_refresh(table: dict[str, Any], now_ms: int, holder: str) -> tuple[int | None, str]:
-    """When ``holder`` would refresh a materialized table (its REST answer): epoch milliseconds (``now_ms`` if
-    it is due; ``None`` until a source changes or the table is resumed), and why then. Full mode waits until
-    the lag reaches half the freshness (fewer, larger recomputes), continuous mode steps as soon as a source
-    moved (a step costs what changed)."""
+    """When ``holder`` would refresh a materialized table (its REST answer): epoch milliseconds (at or before
+    ``now_ms`` if it is due; ``None`` until a source changes or the table is resumed), and why then. The time
+    is the server's ``nextRefreshAt``, unless another live refresher holds the lease: continuous mode steps as
+    soon as a source moved (a step costs what changed), full mode at the scheduled times (multiples of the
+    freshness)."""
     if table["status"] == "suspended":
         return None, "suspended until resume_materialized_table"
     if table.get("nextAttemptAt") is not None and table["nextAttemptAt"] > now_ms:
@@ -70,21 +80,25 @@ def next_refresh(table: dict[str, Any], now_ms: int, holder: str) -> tuple[int |
     leased = table.get("leaseHolder")
     if leased not in (None, holder) and (table.get("leaseExpiresAt") or 0) > now_ms:
         return table["leaseExpiresAt"], f"refresher {leased} holds its lease"
-    if not table["behind"]:
+    when: int | None = table.get("nextRefreshAt")
+    if when is None:
         return None, "up to date: refreshed when a source changes"
+    due = min(when, now_ms)
     if table["effectiveRefreshMode"] == "continuous":
-        return now_ms, "a source changed"
+        return due, "a source changed"
     if table["refreshCommit"] == 0:
-        return now_ms, "never refreshed"
+        return due, "never refreshed"
     if table["status"] == "failed":
-        return now_ms, "its last refresh failed"
+        return due, "its last refresh failed"
     if table.get("nextAttemptAt") is not None:  # MaterializedService.request_refresh (the UI's "Refresh now")
-        return now_ms, "a refresh was asked for"
-    half = table["freshnessMs"] // 2
-    lag = table["lagMs"]
-    if lag >= half:
-        return now_ms, f"lags {lag / 1000:.1f} s, half its freshness or more"
-    return now_ms + half - lag, f"lags {lag / 1000:.1f} s; refreshed once that reaches {half / 1000:g} s"
+        return due, "a refresh was asked for"
+    every = f"every {table['freshnessMs'] / 1000:g} s from the epoch"
+    # a partition date formatter (model.DATE_FORMATTER): each scheduled refresh recomputes its time's partition
+    partitioned = any(k.startswith("partition.") for k in table.get("options") or {})
+    what = "recomputes the partition of its time" if partitioned else "if a source moved before it"
+    if when <= now_ms:
+        return when, f"scheduled at {iso(when)}, {every}; {what}"
+    return when, f"scheduled {every}; {what}"
 
 
 def is_due(table: dict[str, Any], now_ms: int, holder: str) -> bool:
@@ -142,6 +156,8 @@ class Refresher:
         self.lease_seconds = lease_seconds
         #: the tables the last pass listed (their REST answers), for the wait before the next one
         self.seen: list[dict[str, Any]] = []
+        #: the continuous tables (:func:`warm_key`) this session has run a dry run or a step of
+        self.warmed: set[tuple[str, str, str]] = set()
 
     @staticmethod
     def new_holder() -> str:
@@ -175,6 +191,41 @@ class Refresher:
             return Attempt(label, outcome, f"no source moved past the cuts of commit {commit} ({took})")
         return Attempt(label, outcome, f"commit {commit} in {took}{method}")
 
+    def dry_run(self, label: str) -> tuple[float, str]:
+        """``refresh_materialized_table(dry_run => true)`` of one table: seconds taken, and how its step is made."""
+        started = time.monotonic()
+        rows = self.spark.sql(
+            f"CALL `{self.catalog.replace('`', '``')}`.system.refresh_materialized_table("
+            "table => :table, dry_run => true)", args={"table": label}).collect()
+        return time.monotonic() - started, (rows[0]["method"] if rows else None) or "nothing to run"
+
+    def warm(self, tables: Iterable[dict[str, Any]] | None = None) -> list[Attempt]:
+        """Prepare the session for the first step of each continuous table (of ``tables``, default: all) it has
+        not stepped yet and that is not due now: dry runs of its step (:data:`MAX_DRY_RUNS`). The first loads
+        and compiles what the step runs (the catalog and its procedures, the query's analysis, which the session
+        keeps, the change feed's read, the step's job and write, Python workers when that path uses them) and
+        costs what a cold step costs; the next ones, at a warm step's price, let the JIT compile the rest. A
+        table that is due now is left to its step, which does the same at once (a dry run would only delay it)."""
+        attempts = []
+        now = int(time.time() * 1000)
+        for table in self.tables() if tables is None else tables:
+            key = warm_key(table)
+            when, _ = next_refresh(table, now, self.holder)
+            if key is None or key in self.warmed or (when is not None and when <= now):
+                continue
+            label = f"{table['scopeName']}.{table['tableName']}"
+            self.warmed.add(key)
+            try:
+                runs = [self.dry_run(label), self.dry_run(label)]
+                while len(runs) < MAX_DRY_RUNS and runs[-1][0] * WARMING < runs[-2][0]:
+                    runs.append(self.dry_run(label))
+            except Exception as e:  # its refresh will meet the same cause, and record it on the table
+                attempts.append(Attempt(label, "not warmed", f"the dry run failed: {one_line(e)}"))
+                continue
+            took = ", ".join(f"{seconds:.1f} s" for seconds, _ in runs)
+            attempts.append(Attempt(label, "warmed", f"dry runs of its step in {took} ({runs[-1][1]})"))
+        return attempts
+
     def run_once(self) -> list[Attempt]:
         """One pass: refresh every due table, one after the other; a table that is not due is ``skipped``,
         with the reason and when it will be refreshed."""
@@ -185,6 +236,9 @@ class Refresher:
             when, why = next_refresh(table, now, self.holder)
             if when is not None and when <= now:
                 attempts.append(self.refresh(table["scopeName"], table["tableName"]))
+                key = warm_key(table)
+                if key is not None:
+                    self.warmed.add(key)  # its step was the warm-up
             else:
                 later = f"; next refresh {iso(when)}" if when is not None else ""
                 attempts.append(Attempt(f"{table['scopeName']}.{table['tableName']}", "skipped", why + later))
@@ -192,11 +246,11 @@ class Refresher:
 
     def run(self, poll_seconds: float = 5.0, stop: threading.Event | None = None) -> None:
         """Passes every ``poll_seconds`` (less for continuous tables: :func:`pass_interval`) until ``stop``
-        is set (or forever)."""
+        is set (or forever); after each, the continuous tables it saw first are warmed (:meth:`warm`)."""
         stop = stop or threading.Event()
         while not stop.is_set():
             try:
-                for attempt in self.run_once():
+                for attempt in [*self.run_once(), *self.warm(self.seen)]:
                     if attempt.outcome == "failed":
                         log.warning("%s", attempt.line())
                     else:
@@ -204,6 +258,14 @@ class Refresher:
             except Exception:  # the server is unreachable for a while: try again at the next pass
                 log.exception("refresher pass failed")
             stop.wait(pass_interval(self.seen, poll_seconds))
+
+
+def warm_key(table: dict[str, Any]) -> tuple[str, str, str] | None:
+    """What a warm session has prepared for a continuous table (its REST answer): its name and query (a new
+    query is analyzed and compiled anew); ``None`` for a table that is not continuous or is suspended."""
+    if table["effectiveRefreshMode"] != "continuous" or table["status"] == "suspended":
+        return None
+    return table["scopeName"], table["tableName"], table["queryText"]
 
 
 def all_tables(client: CatalogClient, scopes: Sequence[str] = ()) -> Iterator[dict[str, Any]]:

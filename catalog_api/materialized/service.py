@@ -29,9 +29,12 @@ from catalog_api.materialized.model import (
     Status,
     backoff_ms,
     effective_mode,
+    next_refresh_at,
+    split_options,
 )
 from catalog_api.materialized.store import Progress, Record, SqlMaterializedStore
 from catalog_api.model import COMPACTION
+from catalog_api.schema.fieldids import without_field_ids
 from catalog_api.service import CatalogService, TableRequest
 from catalog_api.store import Page
 from registry.db import now_ms
@@ -77,10 +80,11 @@ class MaterializedService:
         # Spark's (the refresher's), so the commit it wrote is where the server learns it.
         facts = progress.refresh_properties.get((record.scope, record.name), {})
         plan, method = facts.get(PLAN_PROPERTY), facts.get(METHOD_PROPERTY)
-        return MaterializedTable(
+        table = MaterializedTable(
             record.scope, record.name, record.definition, record.state, mode, record.version,
             record.created_at, record.updated_at, tuple(sources), lag, plan, method,
         )
+        return replace(table, next_refresh_at=next_refresh_at(table, now))
 
     def get(self, scope: str, name: str) -> MaterializedTable:
         """A materialized table with its sources' state now and its lag."""
@@ -100,6 +104,11 @@ class MaterializedService:
         """Every materialized table (for /metrics and the UI), in a constant number of queries."""
         return self._views(self.store.all_tables())
 
+    def readers_of(self, scope: str, name: str) -> list[tuple[str, str]]:
+        """The materialized tables whose query reads ``scope.name``, as (scope, name); no lag is read."""
+        return [(r.scope, r.name) for r in self.store.all_tables()
+                if any((s.scope, s.table) == (scope, name) for s in r.definition.sources)]
+
     # -- lifecycle --------------------------------------------------------------------------------
 
     def _check(self, scope: str, name: str, definition: Definition) -> None:
@@ -113,18 +122,30 @@ class MaterializedService:
     def create(
         self, scope: str, name: str, definition: Definition, schema: dict[str, Any],
         primary_key: Sequence[str] = (), table_format: str = "avro", comment: str = "",
+        partitioned_by: Sequence[str] = (),
     ) -> MaterializedTable:
-        """Create the table (schema: the query's, as Spark derived it) and its definition, initializing.
+        """Create the table (schema: the query's, as Spark derived it; identity partitions by
+        ``partitioned_by``) and its definition, initializing. The definition's options are the WITH
+        options: the table's properties among them go to the table, the rest stay with the definition.
 
         Two transactions: the table, then the definition; when the second fails the table is dropped
         again, so that a refused definition leaves nothing.
         """
         self._check(scope, name, definition)
-        properties = {TABLE_PROPERTY: "true"}
+        try:
+            own, table_properties = split_options(definition.options, partitioned_by)
+        except ValueError as e:
+            raise BadRequest(f"WITH: {e}") from None
+        definition = replace(definition, options=own)
+        properties = {**table_properties, TABLE_PROPERTY: "true"}
         if primary_key:
             properties["primary-key"] = ",".join(primary_key)
+        partitioning = ", ".join(f"`{c.replace('`', '``')}`" for c in partitioned_by) or None
+        # The query's columns may carry their sources' field ids, which mean nothing in this table: it gets
+        # its own (at once when partitioned, else at its first column change).
         self.catalog.create_table(
-            scope, TableRequest(name, schema, table_format, comment=comment, properties=properties)
+            scope, TableRequest(name, without_field_ids(schema), table_format, comment=comment,
+                                properties=properties, partitioning=partitioning)
         )
         try:
             record = self.store.insert(scope, name, definition)
@@ -144,7 +165,7 @@ class MaterializedService:
         current = self.store.get(scope, name)
         definition = current.definition
         if query is not None:
-            definition = query[0]
+            definition = replace(query[0], options=definition.options)  # WITH options are the table's
         definition = replace(
             definition,
             freshness_ms=definition.freshness_ms if freshness_ms is None else freshness_ms,
@@ -246,12 +267,13 @@ class MaterializedService:
     def record_refresh(
         self, scope: str, name: str, holder: str, outcome: Outcome, *, commit: int | None = None,
         cuts: Mapping[str, int] | None = None, duration_ms: int | None = None, error: str | None = None,
-        release: bool = True,
+        release: bool = True, scheduled_at: int | None = None,
     ) -> MaterializedTable:
         """Record what a refresh of the lease holder came to: ``succeeded`` (its commit and the cuts it
         read: the content now equals the query at those cuts), ``failed`` (the error; the next attempt
         waits a backoff that doubles per failure in a row) or ``unchanged`` (no source had moved).
-        With ``release`` the lease is given up."""
+        With ``release`` the lease is given up. A refresh that ran for a scheduled time (succeeded or
+        unchanged) names it (``scheduled_at``): the next scheduled one is due at the time after it."""
 
         def change(record: Record, now: int) -> Record:
             state = record.state
@@ -274,6 +296,11 @@ class MaterializedService:
                     state, status=state.status if keep else "failed", last_error=(error or "unknown error")[:8000],
                     last_error_at=now, failures=failures, next_attempt_at=now + backoff_ms(failures),
                 )
+            elif state.next_attempt_at is not None and state.next_attempt_at <= now:
+                # Unchanged: the attempt that was due (a refresh asked for, a backoff run out) was made.
+                state = replace(state, next_attempt_at=None)
+            if outcome != "failed" and scheduled_at is not None:
+                state = replace(state, scheduled_at=max(scheduled_at, state.scheduled_at or scheduled_at))
             if release:
                 state = replace(state, lease_holder=None, lease_expires_at=None)
             return replace(record, state=state)

@@ -78,6 +78,7 @@ def _record(row: MaterializedTableRow, scope: str, name: str) -> Record:
         refresh_mode=row.refresh_mode,  # type: ignore[arg-type]  # only REFRESH_MODES are stored
         current_catalog=row.current_catalog,
         current_namespace=tuple(row.current_namespace),
+        options={str(k): str(v) for k, v in (row.options or {}).items()},
     )
     state = RefreshState(
         status=row.status,  # type: ignore[arg-type]  # only statuses are stored
@@ -91,6 +92,7 @@ def _record(row: MaterializedTableRow, scope: str, name: str) -> Record:
         next_attempt_at=row.next_attempt_at,
         lease_holder=row.lease_holder,
         lease_expires_at=row.lease_expires_at,
+        scheduled_at=row.scheduled_at,
     )
     return Record(scope, name, definition, state, row.version, row.created_at, row.updated_at)
 
@@ -113,6 +115,8 @@ def _fill(row: MaterializedTableRow, definition: Definition, state: RefreshState
     row.next_attempt_at = state.next_attempt_at
     row.lease_holder = state.lease_holder
     row.lease_expires_at = state.lease_expires_at
+    row.options = dict(definition.options) or None
+    row.scheduled_at = state.scheduled_at
 
 
 class SqlMaterializedStore:

@@ -14,6 +14,8 @@ from registry.api.wire import Int64, Name, NullMeansDefault, Wire
 Freshness = Annotated[str, Field(min_length=1, max_length=64)]
 Holder = Annotated[str, Field(min_length=1, max_length=255)]
 ColumnName = Annotated[str, Field(min_length=1, max_length=1024)]
+OptionKey = Annotated[str, Field(min_length=1, max_length=1024)]
+OptionValue = Annotated[str, Field(max_length=4096)]
 
 
 class SourceTable(Wire):
@@ -68,6 +70,11 @@ class CreateMaterializedTableRequest(_QueryBody):
     primary_key: Annotated[list[ColumnName], NullMeansDefault] = Field(default_factory=list)
     format: Literal["avro", "protobuf", "json"] = "avro"
     comment: Annotated[str, NullMeansDefault] = ""
+    #: identity partition columns (PARTITIONED BY)
+    partitioned_by: Annotated[list[ColumnName], NullMeansDefault] = Field(default_factory=list)
+    #: WITH options: ``partition.fields.<col>.date-formatter`` (kept with the definition) and the catalog's
+    #: table properties (``merge-engine``, ``sequence.field``, ``fields.<col>.<option>``); others: 400
+    options: Annotated[dict[OptionKey, OptionValue], NullMeansDefault] = Field(default_factory=dict)
 
 
 class NewQuery(_QueryBody):
@@ -104,6 +111,8 @@ class RefreshReport(Wire):
     error: Annotated[str, Field(max_length=65536)] | None = None
     #: give the lease up (default) or keep it for another refresh
     release: bool = True
+    #: the scheduled time (epoch ms, a multiple of the freshness) a succeeded scheduled refresh ran for
+    scheduled_at: Annotated[Int64, Field(ge=0)] | None = None
 
 
 class MaterializedTable(Wire):
@@ -114,6 +123,8 @@ class MaterializedTable(Wire):
     query_text: str
     current_catalog: str | None
     current_namespace: list[str]
+    #: the WITH options kept with the definition (a partition column's date formatter)
+    options: dict[str, str]
     sources: list[SourceCut]
     freshness_ms: int
     refresh_mode: domain.RefreshMode
@@ -131,6 +142,11 @@ class MaterializedTable(Wire):
     next_attempt_at: int | None
     #: how long ago (ms) the oldest source commit the content does not reflect was made
     lag_ms: int
+    #: when the next refresh is due (epoch ms; at or before now: due now); null: none scheduled. Full mode
+    #: refreshes at every multiple of the freshness since the epoch (docs/materialized-tables.md)
+    next_refresh_at: int | None
+    #: the scheduled time the last scheduled refresh ran for
+    scheduled_at: int | None
     #: the lag exceeds the freshness
     stale: bool
     #: a refresh would change the content (never refreshed, a source never consumed, or commits pending)
@@ -156,6 +172,7 @@ class MaterializedTable(Wire):
             query_text=d.query_text,
             current_catalog=d.current_catalog,
             current_namespace=list(d.current_namespace),
+            options=dict(d.options),
             sources=[
                 SourceCut.model_construct(
                     scope_name=c.source.scope, table_name=c.source.table, consumed_cut=c.consumed,
@@ -175,6 +192,8 @@ class MaterializedTable(Wire):
             failures=s.failures,
             next_attempt_at=s.next_attempt_at,
             lag_ms=table.lag_ms,
+            next_refresh_at=table.next_refresh_at,
+            scheduled_at=s.scheduled_at,
             stale=table.stale,
             behind=table.behind,
             incremental_plan=table.incremental_plan,

@@ -100,6 +100,7 @@ def _mount_ui(app: Flask, ext: Streamcat) -> None:
     sessions = UiSessions(Authenticator(ext.settings, ext.principals), ext.principals)
     ui = create_ui(Services(ext.registry, ext.catalog, ext.views, ext.materialized), sessions)
     app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {"/ui": ui})  # type: ignore[method-assign]
+    app.extensions["streamcat.ui"] = ui
 
 
 def create_app(config: Settings | Mapping[str, Any] | None = None) -> Flask:

@@ -5,7 +5,8 @@
 
 Several may run against one server: each table is refreshed by one refresher at a time (a lease in
 the database), and a refresher that dies is taken over when its lease expires (docs/materialized-tables.md).
-Continuous tables are stepped incrementally from their source's change feed where their query allows.
+Continuous tables are stepped incrementally from their source's change feed where their query allows; before
+the first pass, the refresher warms its session with dry runs of their steps and says how long that took.
 
 The server is asked for the tables before Spark starts: an unreachable server or refused credentials is
 one line and exit status 1, not a Spark start-up. Spark keeps its catalog in memory and its warehouse in a
@@ -26,7 +27,7 @@ import requests
 
 import spark_plugin
 from catalog_api.client import CatalogClient
-from catalog_api.materialized.refresher import Refresher, all_tables, plan_line
+from catalog_api.materialized.refresher import Refresher, all_tables, plan_line, warm_key
 from catalog_api.materialized.refresher import log as refresher_log
 from catalog_api.server.cli_spark import default_uri
 from registry.errors import Forbidden, StreamcatError, Unauthorized
@@ -62,6 +63,18 @@ def _tables(client: CatalogClient, server: str, scopes: tuple[str, ...]) -> list
                                    f"{e.message}") from None
     except StreamcatError as e:
         raise click.ClickException(f"{server}: {e.message}") from None
+
+
+def warm(refresher: Refresher, started: float) -> None:
+    """Warm the new session before the first pass (Refresher.warm), saying so: what it warms, each table's dry
+    runs, and how long it took from the start of Spark."""
+    tables = list(refresher.tables())  # anew: a source may have moved while Spark started
+    continuous = sum(1 for table in tables if warm_key(table) is not None)
+    click.echo(f"refresher {refresher.holder}: warming: Spark session up in {time.monotonic() - started:.1f} s; "
+               f"dry runs of the steps of {continuous} continuous table(s)")
+    for attempt in refresher.warm(tables):
+        click.echo(attempt.line())
+    click.echo(f"refresher {refresher.holder}: warm in {time.monotonic() - started:.1f} s; refreshing")
 
 
 @click.command("refresher")
@@ -100,6 +113,7 @@ def refresher_command(master: str, uri: str | None, catalog: str, once: bool, po
 
     from pyspark.sql import SparkSession
 
+    started = time.monotonic()
     warehouse = tempfile.mkdtemp(prefix="streamcat-refresher-")
     try:
         builder: Any = (SparkSession.builder.master(master).appName("streamcat-refresher")
@@ -120,6 +134,7 @@ def refresher_command(master: str, uri: str | None, catalog: str, once: bool, po
                 if any(a.outcome == "failed" for a in attempts):
                     raise click.exceptions.Exit(1)
             else:
+                warm(refresher, started)
                 refresher.run(poll)
         finally:
             spark.stop()

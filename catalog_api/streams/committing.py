@@ -12,18 +12,20 @@ the Java shim's ``NativeWrite`` follows the same contract.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import requests
 
-from catalog_api.model import Chunk, CommitOptions
+from catalog_api.model import Chunk, CommitOptions, TableCommit
 from registry.errors import StreamcatError
 
 #: How often a commit is sent before its outcome is left in doubt, and the first pause between tries.
 DEFAULT_ATTEMPTS = 3
 DEFAULT_BACKOFF = 0.2
+#: What a commit's sends resolve to: one Committed, or one per table of a commit of several tables.
+Outcome = TypeVar("Outcome")
 
 
 class CommitInDoubt(Exception):
@@ -41,6 +43,14 @@ class Committer(Protocol):
 
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> dict[str, Any] | None:
         """The commit of (writer id, sequence) with the paths it added, or None."""
+        ...
+
+
+class TablesCommitter(Committer, Protocol):
+    """What :func:`commit_tables_resolved` needs of a catalog client (``CatalogClient`` is one)."""
+
+    def commit_tables(self, parts: Sequence[TableCommit]) -> list[dict[str, Any]]:
+        """Send one commit request of several tables; the Commit answers in the parts' order."""
         ...
 
 
@@ -86,6 +96,48 @@ def _made(found: dict[str, Any], paths: Sequence[str]) -> Committed:
     return Committed({**found["commit"], "duplicate": bool(stale) or (not paths and bool(held))}, stale)
 
 
+def _resolved(send: Callable[[], Outcome], ask: Callable[[], Outcome | _Unknown | None],
+              repeated: Callable[[Outcome], bool], traceable: bool, what: str, *, attempts: int, backoff: float,
+              in_doubt: bool) -> Outcome:
+    """The loop of :func:`commit_resolved` (see there), for a commit that ``send`` sends and whose outcome
+    ``ask`` looks up by its writer id and sequence (None: not made); ``repeated`` tells an answer that is a
+    repeat of the writer id and sequence (which ``ask`` then resolves)."""
+    failure: BaseException | None = None
+    delay = backoff
+    for sends in range(attempts):
+        if in_doubt:
+            if not traceable:
+                break
+            found = ask()
+            if found is not None and not isinstance(found, _Unknown):
+                return found
+            if found is None:
+                in_doubt = False  # not made: sending again is as good as sending first
+        if sends:
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
+        try:
+            answer = send()
+        except (requests.RequestException, StreamcatError) as error:
+            if _unanswered(error):
+                failure, in_doubt = error, True
+                continue
+            if in_doubt and traceable:  # refused now, but an earlier send of it may have been made
+                found = ask()
+                if isinstance(found, _Unknown):
+                    raise CommitInDoubt(f"{what} may or may not have been made ({error})") from error
+                if found is not None:
+                    return found
+            raise
+        if not repeated(answer) or not traceable:
+            return answer
+        # A repeat of (writer id, sequence): this try's own earlier send, or another run's commit.
+        found = ask()
+        return answer if found is None or isinstance(found, _Unknown) else found
+    raise CommitInDoubt(f"{what} was sent but no answer came ({failure}); it may or may not have been made") \
+        from failure
+
+
 def commit_resolved(
     catalog: Committer,
     scope: str,
@@ -108,42 +160,51 @@ def commit_resolved(
     at once for options without a writer id (then nothing can tell).
     """
     paths = [c.path for c in chunks]
-    traceable = options.writer_id is not None and options.writer_sequence is not None
-    failure: BaseException | None = None
-    delay = backoff
-    for sends in range(attempts):
-        if in_doubt:
-            if not traceable:
-                break
-            found = _ask(catalog, scope, stream, options)
-            if isinstance(found, dict):
-                return _made(found, paths)
-            if found is None:
-                in_doubt = False  # not made: sending again is as good as sending first
-        if sends:
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-        try:
-            answer = catalog.commit(scope, stream, chunks, options)
-        except (requests.RequestException, StreamcatError) as error:
-            if _unanswered(error):
-                failure, in_doubt = error, True
-                continue
-            if in_doubt and traceable:  # refused now, but an earlier send of it may have been made
-                found = _ask(catalog, scope, stream, options)
-                if isinstance(found, dict):
-                    return _made(found, paths)
-                if isinstance(found, _Unknown):
-                    raise CommitInDoubt(f"commit {options.writer_sequence} of writer {options.writer_id} to "
-                                        f"{scope}.{stream} may or may not have been made ({error})") from error
-            raise
-        if not answer.get("duplicate") or not traceable:
-            return Committed(answer)
-        # A repeat of (writer id, sequence): this try's own earlier send, or another run's commit.
+
+    def ask() -> Committed | _Unknown | None:
         found = _ask(catalog, scope, stream, options)
-        return _made(found, paths) if isinstance(found, dict) else Committed(answer)
-    raise CommitInDoubt(f"commit {options.writer_sequence} of writer {options.writer_id} to {scope}.{stream} was "
-                        f"sent but no answer came ({failure}); it may or may not have been made") from failure
+        return found if found is None or isinstance(found, _Unknown) else _made(found, paths)
+
+    return _resolved(lambda: Committed(catalog.commit(scope, stream, chunks, options)), ask,
+                     lambda made: bool(made.answer.get("duplicate")), _traceable(options),
+                     f"commit {options.writer_sequence} of writer {options.writer_id} to {scope}.{stream}",
+                     attempts=attempts, backoff=backoff, in_doubt=in_doubt)
 
 
-__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_BACKOFF", "CommitInDoubt", "Committed", "Committer", "commit_resolved"]
+def commit_tables_resolved(
+    catalog: TablesCommitter,
+    parts: Sequence[TableCommit],
+    *,
+    attempts: int = DEFAULT_ATTEMPTS,
+    backoff: float = DEFAULT_BACKOFF,
+    in_doubt: bool = False,
+) -> list[Committed]:
+    """:func:`commit_resolved` of a commit of several tables (``CatalogClient.commit_tables``: all made, or
+    none); what was made, a :class:`Committed` per part. The server makes all parts or none, so a lost answer
+    is resolved by looking up the parts' writer ids and sequences: the first part found made means all were.
+    Traceable only when every part carries a writer id and sequence."""
+
+    def ask() -> list[Committed] | _Unknown | None:
+        made: list[Committed] = []
+        for part in parts:
+            found = _ask(catalog, part.scope, part.stream, part.options)
+            if found is None or isinstance(found, _Unknown):
+                return found
+            made.append(_made(found, [c.path for c in part.chunks]))
+        return made
+
+    first = parts[0].options
+    return _resolved(lambda: [Committed(a) for a in catalog.commit_tables(parts)], ask,
+                     lambda made: all(m.answer.get("duplicate") for m in made),
+                     all(_traceable(p.options) for p in parts),
+                     f"commit {first.writer_sequence} of writer {first.writer_id} to "
+                     + ", ".join(f"{p.scope}.{p.stream}" for p in parts),
+                     attempts=attempts, backoff=backoff, in_doubt=in_doubt)
+
+
+def _traceable(options: CommitOptions) -> bool:
+    return options.writer_id is not None and options.writer_sequence is not None
+
+
+__all__ = ["DEFAULT_ATTEMPTS", "DEFAULT_BACKOFF", "CommitInDoubt", "Committed", "Committer", "TablesCommitter",
+           "commit_resolved", "commit_tables_resolved"]

@@ -7,6 +7,12 @@ row passes when its condition is true, and is refused when it is false or fails 
 client decides. A refused write names the constraint and a sample of the failing rows, and nothing
 of it is buffered. A constraint without a CEL form is not ignored: the writer refuses every write to
 the table, naming it (Spark enforces it).
+
+A rule whose ``onFailure`` is ``DLQ`` and that names a dead-letter table (its parameter ``dlq.table``)
+does not refuse the write in :meth:`TableContract.screen`: its failing rows are set apart as
+:class:`DeadLetter` for the writer to commit to that table with the rest of its batch
+(``catalog_api.streams.dead_letters``). Writers that cannot (Spark's streaming writer, :meth:`TableContract.check`)
+refuse them as for ``ERROR``.
 """
 
 from __future__ import annotations
@@ -20,12 +26,11 @@ from typing import Any
 
 import celpy
 import pyarrow as pa
-import pyarrow.compute as pc
 from celpy import celtypes
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from catalog_api.streams.row_kinds import UPSERT
+from registry.confluent.contracts import dlq_table
 
 #: How many failing rows a refusal shows.
 SAMPLE = 3
@@ -47,7 +52,30 @@ class ConstraintViolation(ValueError):
 class _Check:
     name: str
     condition: str
+    cel: str
     program: Any
+    #: the dead-letter table (scope, table) of a DLQ rule; None: a failing row refuses the write
+    dlq_table: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A row a DLQ rule refused: the rule, why (as the stock client words it), and where the row goes."""
+
+    row: Mapping[str, Any]
+    rule: str
+    error: str
+    #: the dead-letter table: (scope, table)
+    table: tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Screened:
+    """The verdict on rows: ``passed[i]`` tells whether row i passed every constraint; the others are
+    ``dead`` (in row order)."""
+
+    passed: list[bool]
+    dead: list[DeadLetter]
 
 
 class TableContract:
@@ -65,7 +93,9 @@ class TableContract:
                 self.unenforceable.append((str(check["name"]), str(check.get("sql"))))
                 continue
             program = environment.program(environment.compile(str(cel)))
-            self._checks.append(_Check(str(check["name"]), str(check.get("sql") or cel), program))
+            dlq = check.get("dlqTable") if check.get("onFailure") == "DLQ" else None
+            self._checks.append(_Check(str(check["name"]), str(check.get("sql") or cel), str(cel), program,
+                                       None if not dlq else dlq_table(str(dlq))))
 
     @classmethod
     def of(cls, table: Mapping[str, Any] | None) -> TableContract | None:
@@ -81,34 +111,67 @@ class TableContract:
                             f"not {type(record).__name__}")
         self.check([record])
 
+    def screen_record(self, record: Any) -> Screened:
+        """:meth:`screen` of one record; wire-format bytes are refused, as by :meth:`check_record`."""
+        if not isinstance(record, Mapping):
+            raise TypeError(f"{self.table} has CHECK constraints: write records (dicts) for the writer to check, "
+                            f"not {type(record).__name__}")
+        return self.screen([record])
+
     def checked(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """``batch`` once :meth:`check` accepts its rows."""
         self.check(batch.to_pylist())
         return batch
 
+    @property
+    def dead_letter_tables(self) -> list[tuple[str, str]]:
+        """The dead-letter tables (scope, table) of the contract's DLQ rules, in rule order."""
+        return list(dict.fromkeys(c.dlq_table for c in self._checks if c.dlq_table is not None))
+
     def check(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Raise ConstraintViolation for the first constraint some of ``rows`` break (ValueError when the
-        table has a constraint this writer cannot evaluate)."""
+        """Raise ConstraintViolation for the first constraint some of ``rows`` break, DLQ rules included
+        (ValueError when the table has a constraint this writer cannot evaluate)."""
+        self._screen(rows, dead_letters=False)
+
+    def screen(self, rows: Sequence[Mapping[str, Any]]) -> Screened:
+        """Which of ``rows`` pass; the rows a DLQ rule refuses are set apart as dead letters. The rules run in
+        order, and a row refused by one is not checked by the next (the stock client stops at the first
+        failing rule too). Raises ConstraintViolation when a rule that is not a DLQ rule refuses a row."""
+        return self._screen(rows, dead_letters=True)
+
+    def _screen(self, rows: Sequence[Mapping[str, Any]], *, dead_letters: bool) -> Screened:
         if self.unenforceable:
             name, sql = self.unenforceable[0]
             raise ValueError(f"{self.table}: CHECK constraint {name} ({sql}) has no CEL form the Python writers "
                              "can evaluate; write this table with Spark, or drop the constraint")
+        passed = [True] * len(rows)
+        dead: list[tuple[int, DeadLetter]] = []
         if not rows:
-            return
+            return Screened(passed, [])
         activations = [{"message": _cel_value(dict(row))} for row in rows]
         for check in self._checks:
-            failing = [row for row, activation in zip(rows, activations, strict=True)
-                       if not _passes(check.program, activation)]
-            if failing:
-                raise ConstraintViolation(self.table, check.name, check.condition, failing[:SAMPLE], len(failing))
+            failing = [(i, error) for i, activation in enumerate(activations)
+                       if passed[i] and (error := _failure(check, activation)) is not None]
+            if not failing:
+                continue
+            if check.dlq_table is None or not dead_letters:
+                sample = [rows[i] for i, _ in failing[:SAMPLE]]
+                raise ConstraintViolation(self.table, check.name, check.condition, sample, len(failing))
+            for i, error in failing:
+                passed[i] = False
+                dead.append((i, DeadLetter(rows[i], check.name, error, check.dlq_table)))
+        return Screened(passed, [letter for _, letter in sorted(dead, key=lambda d: d[0])])
 
 
-def _passes(program: Any, activation: dict[str, Any]) -> bool:
+def _failure(check: _Check, activation: dict[str, Any]) -> str | None:
+    """Why the row fails ``check``, worded as the stock client's RuleConditionError; None: it passes."""
     try:
-        result = program.evaluate(activation)
-    except CELEvalError:  # a null in a comparison, say: the row is refused, as the client refuses it
-        return False
-    return isinstance(result, celtypes.BoolType) and bool(result)
+        result = check.program.evaluate(activation)
+    except CELEvalError as error:  # a null in a comparison, say: the row is refused, as the client refuses it
+        return f"Rule expr failed: {check.cel} ({error.args[0] if error.args else error})"
+    if isinstance(result, celtypes.BoolType) and bool(result):
+        return None
+    return f"Rule expr failed: {check.cel}"
 
 
 def _cel_value(value: Any) -> Any:
@@ -128,11 +191,3 @@ def _cel_value(value: Any) -> Any:
     if isinstance(value, bool | int | float | str) or value is None:
         return json_to_cel(value)
     return celtypes.StringType(str(value))
-
-
-def changed_rows(table: pa.Table, kinds: pa.Array | None) -> list[dict[str, Any]]:
-    """The rows of change rows ``table`` that a commit would write as they are: its upserts (deletes and
-    retractions carry keys and values of rows already there)."""
-    if kinds is not None:
-        table = table.filter(pc.equal(kinds, pa.scalar(UPSERT, pa.int8())))
-    return list(table.to_pylist())

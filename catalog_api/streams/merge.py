@@ -11,8 +11,9 @@ feed and compaction share it.
   ``partial-update`` (the non-null fields of each upsert overwrite the previous row's; a delete
   removes the key and a later upsert starts from nothing), ``aggregation`` (each non-key column is
   its function's aggregate of the upserts since the key's last delete, less the retractions of the
-  functions that take them back: :mod:`catalog_api.aggregates`) or ``first-row`` (the first upsert
-  since the key's last delete wins; later upserts are ignored).
+  functions that take them back: :mod:`catalog_api.aggregates`; with ``aggregation.row-count-field``,
+  a key whose count column sums to 0 or less is not live) or ``first-row`` (the first upsert since the
+  key's last delete wins; later upserts are ignored).
 
 The ``sequence.field`` orders changes within one sequence (one commit); larger wins, and a null
 sorts before every value (so a change that carries a value beats one that does not, such as a
@@ -32,7 +33,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog_api.aggregates import AggregateError, FieldAggregate, field_aggregates
+from catalog_api.aggregates import AggregateError, FieldAggregate, field_aggregates, row_count_field
 from catalog_api.streams.row_kinds import (
     DELETE,
     DELETES_KIND,
@@ -67,6 +68,8 @@ class TableLayout:
     merge_engine: str = "deduplicate"
     #: the aggregation engine's configured columns (the others aggregate by the default function)
     aggregates: tuple[tuple[str, FieldAggregate], ...] = ()
+    #: the aggregation engine's column that counts each key's rows (a key whose count is not positive is gone)
+    row_count: str | None = None
 
     @classmethod
     def from_properties(cls, properties: dict[str, str] | None) -> TableLayout:
@@ -80,7 +83,8 @@ class TableLayout:
             aggregates = tuple(sorted(field_aggregates(properties).items())) if engine == "aggregation" else ()
         except AggregateError as e:
             raise LayoutError(str(e)) from None
-        return cls(primary_key(properties), sequence, engine, aggregates)
+        row_count = row_count_field(properties) if engine == "aggregation" else None
+        return cls(primary_key(properties), sequence, engine, aggregates, row_count)
 
     @classmethod
     def keyed(cls, properties: dict[str, str] | None) -> TableLayout | None:
@@ -104,10 +108,11 @@ class TableLayout:
         return self.merge_engine == "partial-update"
 
     def merge_columns(self) -> tuple[str, ...]:
-        """The table columns a merge needs besides the ones a reader wants: key and sequence field."""
+        """The table columns a merge needs besides the ones a reader wants: key, sequence field, row count."""
         if not self.is_keyed:
             return ()
-        return self.key + ((self.sequence_field,) if self.sequence_field else ())
+        return self.key + ((self.sequence_field,) if self.sequence_field else ()) + (
+            (self.row_count,) if self.row_count else ())
 
     def read_columns(self, wanted: Sequence[str]) -> list[str]:
         """``wanted`` plus the merge columns that are missing from it (matched case-insensitively)."""
@@ -363,7 +368,12 @@ def _aggregation(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, layou
             columns.append(column.take(firsts))
         else:
             columns.append(_aggregate_column(column, retract, state, groups, count, layout.aggregate_of(name)))
-    return pa.table(columns, schema=taken.schema)
+    merged = pa.table(columns, schema=taken.schema)
+    if layout.row_count is None:
+        return merged
+    # the one place a key whose rows all left (its count summed to 0) stops being live, on every path:
+    # reads, the change feed (a delete) and compaction (the key is not written) all merge here
+    return merged.filter(pc.fill_null(pc.greater(_column(merged, layout.row_count), 0), False))
 
 
 def refuse_retractions(table: pa.Table, ops: pa.Array | np.ndarray | None, layout: TableLayout) -> None:

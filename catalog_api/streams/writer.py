@@ -21,6 +21,10 @@ the table's current spec, as the writer found it when it was made, and records i
 primary-key table's spec reads only key columns, so all the changes of a key (a delete row carries its
 key) land in one chunk, in order. Event chunks (``write``) stay unpartitioned, as the server allows: a
 record's partition is only known once it is decoded, and they are simply never pruned by partition.
+
+On a table with CHECK constraints or CEL condition rules every row accepted is checked
+(``catalog_api.streams.contracts``); the rows a DLQ rule refuses are set apart and committed to its
+dead-letter table by the same commit as the rest (``catalog_api.streams.dead_letters``).
 """
 
 from __future__ import annotations
@@ -38,12 +42,13 @@ import pyarrow.compute as pc
 
 from catalog_api import storage
 from catalog_api.client import CatalogClient
-from catalog_api.model import Chunk, CommitOptions
+from catalog_api.model import Chunk, CommitOptions, TableCommit
 from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec, with_current_names
 from catalog_api.schema import to_struct
 from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk, write_framed_event_chunk
-from catalog_api.streams.committing import CommitInDoubt, commit_resolved
-from catalog_api.streams.contracts import TableContract, changed_rows
+from catalog_api.streams.committing import CommitInDoubt, Committed, commit_resolved, commit_tables_resolved
+from catalog_api.streams.contracts import TableContract
+from catalog_api.streams.dead_letters import DeadLetters
 from catalog_api.streams.merge import TableLayout, premerge, refuse_retractions, row_kinds_or_none
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from catalog_api.streams.row_kinds import (
@@ -112,10 +117,12 @@ class _Buffer:
 
 @dataclass(frozen=True)
 class _Attempt:
-    """A commit the writer has sent at least once: exactly this is re-sent until acknowledged."""
+    """A commit the writer has sent at least once: exactly this is re-sent until acknowledged. ``dead`` holds
+    the parts of its dead-letter tables (with each table's location), committed with it in one commit."""
 
     chunks: list[Chunk]
     options: CommitOptions
+    dead: tuple[tuple[TableCommit, str], ...] = ()
 
 
 def _as_it_is(_error: BaseException) -> Exception | None:
@@ -157,6 +164,7 @@ class StreamWriter:
         if serializer is not None and schema is not None:
             raise ValueError("pass a serializer or a schema, not both")
         self.catalog = catalog
+        self._registry_given = registry
         self.registry = scoped_registry(registry, scope)
         self.scope = scope
         self.stream = stream
@@ -196,6 +204,12 @@ class StreamWriter:
         described = self._describe_table()
         #: the table's CHECK constraints, evaluated on every row accepted (None: it has none)
         self.contract = TableContract.of(described)
+        #: the rows DLQ rules refused, kept for the next commit (None: the table has no DLQ rule)
+        self.dead_letters: DeadLetters | None = None
+        if self.contract is not None and self.contract.dead_letter_tables:
+            if (scope, stream) in self.contract.dead_letter_tables:
+                raise ValueError(f"{scope}.{stream} is its own dead-letter table: name another in dlq.table")
+            self.dead_letters = DeadLetters(catalog, registry, self.writer_id, self._dead_letter_writer)
         self.layout = TableLayout.keyed(dict(described["properties"]) if described is not None else {})
         if self.layout is not None and self.serializer is None:
             latest = self.registry.latest_schemas(group or stream)
@@ -211,6 +225,44 @@ class StreamWriter:
         self._change_pieces: list[tuple[pa.Table, pa.Array | None, bool]] = []
         self._change_count = 0
         self._change_schema: pa.Schema | None = None
+
+    def _dead_letter_writer(self, scope: str, table: str, serializer: Serializer) -> StreamWriter:
+        """The writer of a dead-letter table (which must have no dead-letter table of its own)."""
+        writer = StreamWriter(self.catalog, self._registry_given, scope, table, serializer=serializer,
+                              writer_id=self.writer_id)
+        if writer.dead_letters is not None:
+            raise ValueError(f"dead-letter table {scope}.{table} has DLQ rules of its own")
+        return writer
+
+    def _passes(self, record: Any) -> bool:
+        """Whether ``record`` passes the table's constraints (ConstraintViolation when one refuses it); a record
+        a DLQ rule refuses is kept as a dead letter."""
+        assert self.contract is not None
+        if self.dead_letters is None:
+            self.contract.check_record(record)
+            return True
+        screened = self.contract.screen_record(record)
+        self.dead_letters.add(screened.dead)
+        return not screened.dead
+
+    def _screened(self, rows: pa.Table, among: pa.Array | None = None) -> pa.Array | None:
+        """Which of ``rows`` pass the table's constraints (a mask; ConstraintViolation when a rule that is no
+        DLQ rule refuses one), the others kept as dead letters; None when all pass. ``among`` (a mask) limits
+        the check to those rows, the others passing."""
+        assert self.contract is not None
+        checked = rows if among is None else rows.filter(among)
+        if self.dead_letters is None:
+            self.contract.check(checked.to_pylist())
+            return None
+        screened = self.contract.screen(checked.to_pylist())
+        if not screened.dead:
+            return None
+        passed = screened.passed
+        if among is not None:
+            verdicts = iter(passed)
+            passed = [next(verdicts) if chosen else True for chosen in among.to_pylist()]
+        self.dead_letters.add(screened.dead)
+        return pa.array(passed, pa.bool_())
 
     def _describe_table(self) -> dict[str, Any] | None:
         """The stream's table (``getTable``), or None for a stream that is no table."""
@@ -242,8 +294,8 @@ class StreamWriter:
         if self.layout is not None:
             self.upsert(event)
             return
-        if self.contract is not None:
-            self.contract.check_record(event)
+        if self.contract is not None and not self._passes(event):
+            return
         if routing_key is None:
             segment = self._sticky
         else:
@@ -366,7 +418,11 @@ class StreamWriter:
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
             raise ValueError(f"the table does not fit the schema's Arrow form {target}: {e}") from e
         if self.contract is not None:
-            self.contract.check(rows.to_pylist())
+            passed = self._screened(rows)
+            if passed is not None:
+                rows = rows.filter(passed)
+                if not rows.num_rows:
+                    return
         if self._buffers[segment].count:
             self._write_chunk(segment)  # events written before the table go before it
         if self.partition_spec is None:
@@ -409,6 +465,12 @@ class StreamWriter:
                 self._write_chunk(segment)
         return list(self._written)
 
+    def hand_over(self) -> list[Chunk]:
+        """:meth:`write_chunks`, and forget them: the caller commits them (in a commit of several tables)."""
+        chunks = self.write_chunks()
+        self._written = []
+        return chunks
+
     # -- changes by key (primary-key tables) -------------------------------------------------------
 
     def _keyed(self, what: str) -> TableLayout:
@@ -424,11 +486,11 @@ class StreamWriter:
         layout = self._keyed("upsert")
         if not isinstance(record, dict):
             raise TypeError(f"a primary-key table takes records as dicts, not {type(record).__name__}")
-        if self.contract is not None:
-            self.contract.check_record(record)
         for column in layout.key:
             if record.get(column) is None:
                 raise ValueError(f"the record has no value for key column {column!r}")
+        if self.contract is not None and not self._passes(record):
+            return
         self._change_rows.append(record)
         self._change_ops.append(UPSERT)
         self._changed(1)
@@ -493,10 +555,17 @@ class StreamWriter:
                                  + (f" or {RETRACT} (retract)" if len(allowed) == 3 else ""))
             refuse_retractions(conformed, kinds, layout)
         if self.contract is not None:
-            self.contract.check(changed_rows(conformed, kinds))
+            # the upserts are checked (deletes and retractions carry keys and values of rows already there)
+            upserts = None if kinds is None else pc.equal(kinds, pa.scalar(UPSERT, pa.int8()))
+            passed = self._screened(conformed, upserts)
+            if passed is not None:
+                conformed = conformed.filter(passed)
+                kinds = None if kinds is None else kinds.filter(passed)
+                if not conformed.num_rows:
+                    return
         self._rows_to_piece()  # changes written before these go before them
         self._change_pieces.append((conformed, kinds, premerged))
-        self._changed(rows.num_rows)
+        self._changed(conformed.num_rows)
 
     def changes_schema(self) -> pa.Schema:
         """The Arrow schema of this primary-key table's change rows: the table's columns, only the key non-null."""
@@ -578,6 +647,9 @@ class StreamWriter:
 
         With ``overwrite`` the commit replaces all that came before it (even when it is empty). A
         commit left in doubt by an earlier flush is re-sent first, so nothing is ever committed twice.
+        Rows that DLQ rules refused since the last commit are appended to their dead-letter tables by the
+        same commit (one commit of several tables, at one time, under this writer's id and sequence); when
+        they were all the rows, only the dead-letter tables are committed to, and the answer is None.
         """
         if self._in_transaction:
             raise RuntimeError("flush() inside transaction(): the transaction commits when it ends")
@@ -588,11 +660,16 @@ class StreamWriter:
             self._send(self._in_doubt, in_doubt=True)
             self._in_doubt = None
         chunks = self.write_chunks()
-        if not chunks and not overwrite:
+        dead = self.dead_letters.write_chunks() if self.dead_letters is not None and self.dead_letters.held else []
+        if not chunks and not overwrite and not dead:
             return None
         options = CommitOptions(overwrite=overwrite, writer_id=self.writer_id, writer_sequence=self._next_sequence(),
                                 properties=properties)
-        attempt = _Attempt(chunks, options)
+        # the dead letters are appended to their tables by the same commit, under the same writer sequence
+        appended = CommitOptions(writer_id=self.writer_id, writer_sequence=options.writer_sequence,
+                                 properties=properties)
+        attempt = _Attempt(chunks, options, tuple((TableCommit(scope, table, found, appended), location)
+                                                  for scope, table, found, location in dead))
         self._written = []
         self._in_doubt = attempt
         answer = self._send(attempt)
@@ -612,12 +689,27 @@ class StreamWriter:
         """The commit of this writer id with the highest sequence (the REST commit shape), or None.
 
         What a restarted producer resumes from: its ``properties`` hold what the producer recorded
-        with it (a CDC ingest records the source position of the last change it applied).
+        with it (a CDC ingest records the source position of the last change it applied). A table with
+        dead-letter tables has its writer's commits of a batch whose every row was a dead letter in those.
         """
+        found: dict[str, Any] | None = None
+        tables = [(self.scope, self.stream)]
+        if self.contract is not None:
+            tables += self.contract.dead_letter_tables
+        for scope, stream in tables:
+            mine = self._last_commit_in(scope, stream)
+            if mine is not None and (found is None or int(mine["writerSequence"]) > int(found["writerSequence"])):
+                found = mine
+        return found
+
+    def _last_commit_in(self, scope: str, stream: str) -> dict[str, Any] | None:
         found: dict[str, Any] | None = None
         after = 0
         while True:
-            page = self.catalog.commits(self.scope, self.stream, after=after)
+            try:
+                page = self.catalog.commits(scope, stream, after=after)
+            except NotFound:  # a dead-letter table not created yet
+                return None
             for commit in page:
                 if commit.get("writerId") == self.writer_id and (
                     found is None or int(commit["writerSequence"]) > int(found["writerSequence"])
@@ -627,13 +719,12 @@ class StreamWriter:
                 return found
             after = int(page[-1]["number"])
 
-    def _send(self, attempt: _Attempt, *, in_doubt: bool = False) -> dict[str, Any]:
+    def _send(self, attempt: _Attempt, *, in_doubt: bool = False) -> dict[str, Any] | None:
         """Commit ``attempt`` (``in_doubt``: an earlier send got no answer), resolving lost answers from the
         catalog (``catalog_api.streams.committing``); a refused commit's files are deleted, an unresolved
         one's kept for the next flush to re-send."""
         try:
-            made = commit_resolved(self.catalog, self.scope, self.stream, attempt.chunks, attempt.options,
-                                   attempts=self.retries + 1, backoff=self.backoff, in_doubt=in_doubt)
+            made = self._commit(attempt, in_doubt)
         except CommitInDoubt as doubt:
             raise CommitInDoubt(f"{doubt}; flush() again re-sends it") from doubt.__cause__
         except StreamcatError:
@@ -641,12 +732,30 @@ class StreamWriter:
             # a duplicate, it never took it): its files are garbage now.
             self._in_doubt = None
             self._discard(attempt.chunks)
+            for part, location in attempt.dead:
+                storage.delete_files(location, [c.path for c in part.chunks])
             raise
         assert attempt.options.writer_sequence is not None
         self._sequence = attempt.options.writer_sequence
-        if made.stale:  # a repeat of an earlier run's commit: these files are nobody's
-            storage.delete_files(self.location, list(made.stale))
-        return made.answer
+        for location, committed in made:
+            if committed.stale:  # a repeat of an earlier run's commit: these files are nobody's
+                storage.delete_files(location, list(committed.stale))
+        # the table's commit; None when the batch's rows were all dead letters
+        return made[0][1].answer if attempt.chunks or attempt.options.overwrite else None
+
+    def _commit(self, attempt: _Attempt, in_doubt: bool) -> list[tuple[str, Committed]]:
+        """Send ``attempt``: one commit, or, with dead letters, one commit of several tables; what was made, with
+        the location of each table committed to (the table's first, when the attempt has chunks of it)."""
+        if not attempt.dead:
+            return [(self.location, commit_resolved(
+                self.catalog, self.scope, self.stream, attempt.chunks, attempt.options,
+                attempts=self.retries + 1, backoff=self.backoff, in_doubt=in_doubt))]
+        parts = [(part, location) for part, location in attempt.dead]
+        if attempt.chunks or attempt.options.overwrite:
+            parts.insert(0, (TableCommit(self.scope, self.stream, attempt.chunks, attempt.options), self.location))
+        made = commit_tables_resolved(self.catalog, [part for part, _ in parts], attempts=self.retries + 1,
+                                      backoff=self.backoff, in_doubt=in_doubt)
+        return [(location, committed) for (_, location), committed in zip(parts, made, strict=True)]
 
     def _discard(self, chunks: list[Chunk]) -> None:
         storage.delete_files(self.location, [c.path for c in chunks])
@@ -681,6 +790,8 @@ class StreamWriter:
         self._change_rows, self._change_ops, self._change_pieces, self._change_count = [], [], [], 0
         written, self._written = self._written, []
         self._discard(written)
+        if self.dead_letters is not None:
+            self.dead_letters.drop()
 
     # -- life cycle ---------------------------------------------------------------------------------
 
@@ -688,7 +799,7 @@ class StreamWriter:
     def buffered(self) -> int:
         """Events written but not yet committed."""
         return (sum(b.count for b in self._buffers) + sum(c.event_count for c in self._written)
-                + self._change_count)
+                + self._change_count + (self.dead_letters.held if self.dead_letters is not None else 0))
 
     def close(self) -> None:
         """Flush what is buffered and refuse further writes."""

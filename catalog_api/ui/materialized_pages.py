@@ -101,10 +101,8 @@ def _lag_samples(services: Services, table: MaterializedTable, refreshes: list[C
 def _dependants(services: Services, viewer: Access, table: MaterializedTable) -> list[Node]:
     """Materialized tables that read this one, and views of its scope whose query names it."""
     found = [
-        Node(0, 0, f"{t.scope}.{t.name}", "materialized table",
-             _table_href(t.scope, t.name) if may_read(viewer, t.scope, t.name) else "")
-        for t in services.materialized_states.all()
-        if any((s.scope, s.table) == (table.scope, table.name) for s in t.definition.sources)
+        Node(0, 0, f"{s}.{n}", "materialized table", _table_href(s, n) if may_read(viewer, s, n) else "")
+        for s, n in services.materialized.readers_of(table.scope, table.name)
     ]
     pattern = re.compile(rf"(?<![\w.]){re.escape(table.name)}(?!\w)", re.IGNORECASE)
     found += [

@@ -22,12 +22,14 @@ from registry.model import (
     SchemaWithVersion,
     VersionInfo,
 )
-from registry.permissions import Access
+from registry.permissions import Access, Permission, Resource
 
 #: Groups per page of the search.
 PAGE_SIZE = 50
-#: Batches of PAGE_SIZE groups one page reads at most (for viewers who may read few of them).
-MAX_BATCHES = 20
+#: Names read at a time, and batches of them one page reads at most, for viewers with grants on single
+#: groups (who may read few of them).
+NAMES_BATCH = 1000
+MAX_BATCHES = 10
 
 
 def policy_text(policy: Compatibility) -> str:
@@ -79,20 +81,32 @@ def registry_page(services: Services, viewer: Access, namespace: str | None, tex
         namespace = namespaces[0].name if namespaces else ""
     groups: list[GroupEntry] = []
     cursor, more = after, False
-    if may_read(viewer, namespace):
-        # A viewer with grants on some groups only sees fewer per batch: read on to fill the page.
+    if viewer.allows(Permission.READ, Resource.of_namespace(namespace)):
+        found = services.registry.find_groups(Namespace(namespace), text, cursor, PAGE_SIZE)
+        groups = [GroupEntry(name, p.format.name, policy_text(p.compatibility)) for name, p in found]
+        cursor, more = (found[-1][0] if found else cursor), len(found) == PAGE_SIZE
+    elif may_read(viewer, namespace):
+        # Grants on single groups: read names only (not the properties of groups the viewer may not read)
+        # until the page is full, then the properties of those it shows.
+        names: list[GroupName] = []
         for _ in range(MAX_BATCHES):
-            found = services.registry.find_groups(Namespace(namespace), text, cursor, PAGE_SIZE)
-            more = len(found) == PAGE_SIZE
-            for i, (name, properties) in enumerate(found):
+            found_names = services.registry.group_names(Namespace(namespace), text, cursor, NAMES_BATCH)
+            more = len(found_names) == NAMES_BATCH
+            for i, name in enumerate(found_names):
                 cursor = name
                 if may_read(viewer, namespace, name):
-                    groups.append(GroupEntry(name, properties.format.name, policy_text(properties.compatibility)))
-                if len(groups) == PAGE_SIZE:
-                    more = more or i < len(found) - 1
+                    names.append(name)
+                if len(names) == PAGE_SIZE:
+                    more = more or i < len(found_names) - 1
                     break
-            if len(groups) == PAGE_SIZE or not more:
+            if len(names) == PAGE_SIZE or not more:
                 break
+        for name in names:
+            try:
+                p = services.registry.get_group(Namespace(namespace), name)
+            except NotFound:  # deleted since its name was read
+                continue
+            groups.append(GroupEntry(name, p.format.name, policy_text(p.compatibility)))
     return RegistryPage(namespaces, namespace, text, groups, cursor if more else "")
 
 

@@ -49,12 +49,18 @@ class Sessions(Protocol):
         """Whether people must sign in (STREAMCAT_AUTH names a method)."""
         ...
 
+    @property
+    def accepts_jwt(self) -> bool:
+        """Whether the token field also takes an identity provider's JWT (STREAMCAT_AUTH names oidc)."""
+        ...
+
     def anonymous(self) -> Viewer:
         """The viewer when nobody must sign in."""
         ...
 
     def sign_in(self, user: str, password: str, token: str) -> tuple[Viewer, str]:
-        """The viewer a user and password, or an API token, name, and the session cookie's value;
+        """The viewer a user and password, or a token (an API token, or a JWT when ``accepts_jwt``), name,
+        and the session cookie's value;
         SignInRefused if they name nobody."""
         ...
 

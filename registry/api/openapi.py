@@ -96,11 +96,18 @@ def _argument(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _documented_methods(rule: Rule) -> list[str]:
+    """The methods the document lists for ``rule``: HEAD only where a route declares it on its own (Flask
+    answers HEAD for every GET route, as the GET)."""
+    methods = (rule.methods or set()) - {"OPTIONS"}
+    return sorted(methods - {"HEAD"} if "GET" in methods else methods)
+
+
 def _operations(app: Flask) -> list[tuple[Rule, str, Operation]]:
     found = []
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: (r.rule, r.endpoint)):
         view = app.view_functions.get(rule.endpoint)
-        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+        for method in _documented_methods(rule):
             op = (declared(view) if view is not None else None) or SERVICE_OPERATIONS.get((rule.rule, method.lower()))
             if op is not None:
                 found.append((rule, method.lower(), op))
@@ -155,14 +162,15 @@ def _content(response: type[BaseModel] | dict[str, Any], media_type: str, refs: 
     return {media_type: {"schema": schema}}
 
 
-def _operation(rule: Rule, op: Operation, refs: Refs) -> tuple[str, dict[str, Any]]:
+def _operation(rule: Rule, op: Operation, refs: Refs, method: str) -> tuple[str, dict[str, Any]]:
     path, parameters = _path_parameters(rule, op)
+    bodies = method != "head"  # a HEAD answer has no body, whatever its status
     parameters += _query_parameters(op.query, set(rule.arguments))
     in_namespace = "namespace" in rule.arguments
     responses: dict[str, Any] = {}
     for status in (op.status, *op.also):
         responses[str(status)] = {"description": HTTPStatus(status).phrase}
-        if op.response is not None:
+        if op.response is not None and bodies:
             responses[str(status)]["content"] = _content(op.response, op.media_type, refs)
     if op.links:
         responses[str(op.status)]["links"] = _links(op, in_namespace)
@@ -172,10 +180,9 @@ def _operation(rule: Rule, op: Operation, refs: Refs) -> tuple[str, dict[str, An
     # An API answers its errors in the JSON flavour of its answers (Confluent's has its own).
     error_type = op.media_type if "json" in op.media_type else "application/json"
     for status in errors:
-        responses[str(status)] = {
-            "description": HTTPStatus(status).phrase,
-            "content": {error_type: {"schema": error}},
-        }
+        responses[str(status)] = {"description": HTTPStatus(status).phrase}
+        if bodies:
+            responses[str(status)]["content"] = {error_type: {"schema": error}}
     described: dict[str, Any] = {
         "operationId": op.operation_id + ("InNamespace" if in_namespace else ""),
         "summary": op.summary,
@@ -230,7 +237,7 @@ def build(app: Flask) -> dict[str, Any]:
     refs, definitions = models_json_schema(list(wanted), ref_template=REF_TEMPLATE, schema_generator=_Schemas)
     paths: dict[str, dict[str, Any]] = {}
     for rule, method, op in operations:
-        path, described = _operation(rule, op, refs)
+        path, described = _operation(rule, op, refs, method)
         paths.setdefault(path, {})[method] = described
     _check_links(paths)
     return {

@@ -27,6 +27,10 @@ MIGRATION_MODES = ("UPGRADE", "DOWNGRADE", "UPDOWN")
 DOMAIN_MODES = ("WRITE", "READ", "WRITEREAD")
 #: Longest rule name Confluent takes.
 MAX_RULE_NAME = 64
+#: The parameter of a rule with ``onFailure`` ``DLQ`` naming the Streamcat table (``scope.table``) that the
+#: Python writers send its failing rows to (Kafka clients use the rule's ``dlq.topic``).
+DLQ_TABLE_PARAM = "dlq.table"
+_TABLE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]{0,254}")
 _RULE_NAME = re.compile(r"[^\W\d][\w\-]*")
 
 
@@ -168,9 +172,29 @@ class RuleSet:
                         raise InvalidRuleSet(
                             f"Multiple actions only valid with WRITEREAD and UPDOWN (rule '{rule.name}')"
                         )
+                _validate_dlq_table(rule)
 
     def __bool__(self) -> bool:
         return bool(self.migration_rules or self.domain_rules or self.encoding_rules)
+
+
+def dlq_table(text: str) -> tuple[str, str]:
+    """The (scope, table) a ``dlq.table`` parameter names; ValueError saying what is wrong."""
+    scope, dot, table = text.partition(".")
+    if not dot or not _TABLE_NAME.fullmatch(scope) or not _TABLE_NAME.fullmatch(table):
+        raise ValueError(f"{DLQ_TABLE_PARAM} {text!r} is not scope.table (one dot; names of letters, digits, "
+                         "'_' and '-')")
+    return scope, table
+
+
+def _validate_dlq_table(rule: Rule) -> None:
+    text = rule.params.get(DLQ_TABLE_PARAM)
+    if text is None:
+        return
+    try:
+        dlq_table(text)
+    except ValueError as e:
+        raise InvalidRuleSet(f"Invalid parameter in rule '{rule.name}': {e}") from None
 
 
 def _validate_name(name: str) -> None:

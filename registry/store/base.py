@@ -97,6 +97,11 @@ class RegistryStore(ABC):
         name past ``after``, ``limit`` at most."""
 
     @abstractmethod
+    def group_names(self, namespace: Namespace, text: str, after: str, limit: int) -> list[GroupName]:
+        """The names of the namespace's groups that contain ``text`` (any case; nothing else read), by name,
+        from the first past ``after``, ``limit`` at most."""
+
+    @abstractmethod
     def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
         """Delete every group of the namespace (as ``delete_group`` does); returns their names."""
 

@@ -193,6 +193,13 @@ class SqlRegistryStore(RegistryStore):
             rows = session.scalars(query.order_by(GroupRow.name).limit(limit)).all()
         return [(GroupName(r.name), _properties(r)) for r in rows]
 
+    def group_names(self, namespace: Namespace, text: str, after: str, limit: int) -> list[GroupName]:
+        query = select(GroupRow.name).where(GroupRow.namespace == namespace, GroupRow.name > after)
+        if text:
+            query = query.where(func.lower(GroupRow.name).contains(text.lower(), autoescape=True))
+        with self._read() as session:
+            return [GroupName(n) for n in session.scalars(query.order_by(GroupRow.name).limit(limit))]
+
     @retried
     def delete_namespace(self, namespace: Namespace) -> list[GroupName]:
         with self._write() as session:

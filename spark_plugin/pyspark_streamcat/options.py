@@ -67,6 +67,8 @@ class OptionKeys:
     #: a batch write's commit: its properties (this prefix, then the property) and the commit it expects last
     COMMIT_PROPERTY = "streamcat.commit.property."
     EXPECTED_LAST_COMMIT = "streamcat.expectedlastcommit"
+    #: a batch write that replaces live chunks (a JSON list of their paths): one row-level commit removes them
+    REPLACES = "streamcat.replaces"
     #: a change-feed scan: the range (``from``, ``to`` and whether each end is included) under this prefix
     CHANGES = "streamcat.changes."
     CHANGES_FROM = "streamcat.changes.from"
@@ -101,6 +103,19 @@ def _int(options: Mapping[str, str], key: str, default: int | None = None, minim
     return value
 
 
+def _paths(options: Mapping[str, str], key: str) -> tuple[str, ...] | None:
+    raw = options.get(key)
+    if raw is None:
+        return None
+    try:
+        paths = json.loads(raw)
+    except ValueError:
+        paths = None
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise OptionError(f"option {key} must be a JSON list of chunk paths, not {raw!r}")
+    return tuple(paths)
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """The parsed options of one scan or write."""
@@ -130,6 +145,9 @@ class SourceOptions:
     #: materialized table's refresh records its source cuts and is fenced against a later refresher
     commit_properties: dict[str, str] = field(default_factory=dict)
     expected_last_commit: int | None = None
+    #: the live chunks a batch write replaces (a materialized table's partition refresh): its commit is a
+    #: row-level commit, read at ``expected_last_commit``, removing them
+    replaces: tuple[str, ...] | None = None
     #: a change-feed scan (reader.py parses them): the raw ``streamcat.changes.*`` options
     changes: dict[str, str] = field(default_factory=dict)
     #: what the clients present to the server (the catalog passes its own: ``token`` or ``user`` and
@@ -208,6 +226,7 @@ class SourceOptions:
             compact_base=_int(opts, OptionKeys.COMPACT_BASE),
             commit_properties={k[len(COMMIT_PROPERTY):]: v for k, v in opts.items() if k.startswith(COMMIT_PROPERTY)},
             expected_last_commit=_int(opts, OptionKeys.EXPECTED_LAST_COMMIT),
+            replaces=_paths(opts, OptionKeys.REPLACES),
             changes={k: v for k, v in opts.items() if k.startswith(OptionKeys.CHANGES)},
             credentials=credentials,
         )

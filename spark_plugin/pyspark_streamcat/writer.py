@@ -42,7 +42,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
-from catalog_api.model import Chunk, CommitOptions
+from catalog_api.model import ROW_LEVEL, Chunk, CommitOptions
 from catalog_api.partitioning.spec import PartitionSpec, spec_zero_partition, table_spec
 from catalog_api.streams.contracts import TableContract
 
@@ -283,11 +283,18 @@ class BatchWriter(_FilesAtStake, DataSourceArrowWriter):
         return self.sink.write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        """Make every task's chunks visible in one commit (an overwrite hides all older data)."""
+        """Make every task's chunks visible in one commit (an overwrite hides all older data; a write that
+        replaces chunks removes them in the same commit)."""
         chunks = _chunks(messages)
-        if not chunks and not self.overwrite:
+        replaces = self.options.replaces
+        if not chunks and not self.overwrite and not replaces:
             return  # nothing was written: an empty INSERT leaves the table as it is
         properties = {**self.options.commit_properties, "spark.queryId": self.options.query_id or ""}
+        if replaces is not None:
+            self.commit_once(self.options, chunks, CommitOptions(
+                kind=ROW_LEVEL, removes=replaces, read_cut=self.options.expected_last_commit, writer_id=self.writer_id,
+                writer_sequence=0, properties=properties, expected_last_commit=self.options.expected_last_commit))
+            return
         self.commit_once(self.options, chunks, CommitOptions(
             overwrite=self.overwrite, writer_id=self.writer_id, writer_sequence=0, properties=properties,
             expected_last_commit=self.options.expected_last_commit))
@@ -415,6 +422,9 @@ class RowLevelSink:
         # Chunks hold every column of the table: a DELETE's change rows carry no data columns at all,
         # and a key delete holds its key and nulls.
         self.target = spark_arrow_schema(_nullable(table_schema if table_schema is not None else self.split.data))
+        # The table's schema carries its columns' field ids: chunks get them as Parquet field ids, as every
+        # other write path gives them (Iceberg readers match columns by id).
+        self.schema_json = (table_schema if table_schema is not None else self.split.data).jsonValue()
         # Under partial-update an upsert keeps the fields it leaves null: an UPDATE (which hands over the
         # whole new row) deletes its key first, so that a column set to NULL reads as NULL.
         self.partial_update = partial_update
@@ -486,7 +496,7 @@ class RowLevelSink:
 
         path = self._path()
         stats = write_change_chunk(self.options.table_location, path, pa.Table.from_batches(batches, self.target),
-                                   None, self.encoding_id)
+                                   None, self.encoding_id, self.schema_json)
         return stats.columnar(path, partition=partition)
 
     def _key_deletes_chunk(self, batches: list[pa.RecordBatch], partition: dict[str, Any]) -> Chunk:
@@ -496,7 +506,7 @@ class RowLevelSink:
         path = self._path()
         table = pa.Table.from_batches(batches, self.target)
         ops = pa.array([DELETE_ROW] * table.num_rows, pa.int8())
-        stats = write_change_chunk(self.options.table_location, path, table, ops, self.encoding_id)
+        stats = write_change_chunk(self.options.table_location, path, table, ops, self.encoding_id, self.schema_json)
         return stats.columnar(path, partition=partition)
 
     def _position_deletes(self, paths: pa.Array, positions: pa.Array) -> Chunk:
@@ -526,14 +536,19 @@ class RowLevelWriter(_FilesAtStake, DataSourceArrowWriter):
             raise OptionError("a row-level write needs the cut its scan read (streamcat.readcut)")
         from pyspark.sql.types import StructType
 
+        from catalog_api.schema.fieldids import assign_field_ids, has_field_ids
         from catalog_api.streams.merge import TableLayout
 
         self.options = options
         self.read_cut: int = options.read_cut
         described = _catalog(options).get_table(options.scope, options.stream)
         partial_update = TableLayout.from_properties(described.get("properties") or {}).partial_update
+        # A schema made before the table's first column change has no ids yet: its chunks get the ones that change
+        # will give it, as the catalog shim gives them to Spark's own writers (FieldIds.withPositionalIds).
+        table_schema = described["schema"] if has_field_ids(described["schema"]) else assign_field_ids(
+            described["schema"])
         self.sink = RowLevelSink(options, schema, _encoding_id(options), table_schema=StructType.fromJson(
-            described["schema"]), partial_update=partial_update, spec=current_spec(described))
+            table_schema), partial_update=partial_update, spec=current_spec(described))
         # A lost answer is told from a refused commit by this id: the statement is its own writer.
         self.writer_id = f"spark-rowlevel-{uuid.uuid4()}"
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 import requests
 
 from catalog_api.client import CatalogClient
+from catalog_api.materialized import model as domain
 from catalog_api.materialized.model import backoff_ms, effective_mode, parse_freshness
 from catalog_api.materialized.refresher import is_due, next_refresh, pass_interval, plan_line
 from catalog_api.materialized.wire import MaterializedTable, MaterializedTableList
@@ -105,12 +107,12 @@ def test_rules_without_a_database() -> None:
 
 def test_refresher_schedule() -> None:
     table = {"status": "activated", "behind": True, "refreshCommit": 3, "lagMs": 1_000, "freshnessMs": 10_000,
-             "effectiveRefreshMode": "full"}
-    # Full mode waits for half the freshness; continuous mode steps as soon as a source moved.
+             "effectiveRefreshMode": "full", "nextRefreshAt": 10_000}
+    # The server says when (nextRefreshAt); the refresher refreshes once that has come.
     assert not is_due(table, 0, "r")
-    assert is_due({**table, "lagMs": 5_000}, 0, "r")
-    assert is_due({**table, "effectiveRefreshMode": "continuous"}, 0, "r")
-    assert not is_due({**table, "effectiveRefreshMode": "continuous", "behind": False}, 0, "r")
+    assert is_due(table, 10_000, "r")
+    assert is_due({**table, "effectiveRefreshMode": "continuous", "nextRefreshAt": 0}, 0, "r")
+    assert not is_due({**table, "effectiveRefreshMode": "continuous", "nextRefreshAt": None}, 0, "r")
     assert not is_due({**table, "effectiveRefreshMode": "continuous", "nextAttemptAt": 10}, 0, "r")
     # Passes come every tenth of the smallest continuous freshness (never below 0.2 s), else every poll.
     assert pass_interval([table], 5.0) == 5.0
@@ -119,23 +121,88 @@ def test_refresher_schedule() -> None:
     assert pass_interval([{**table, "effectiveRefreshMode": "continuous", "status": "suspended"}], 5.0) == 5.0
 
 
+NOW = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+HOUR = 3_600_000
+ON_THE_HOUR = NOW - NOW % HOUR  # 11:00
+
+
+def materialized(mode: domain.EffectiveMode = "full", *, pending_since: int | None = None,
+                 options: dict[str, str] | None = None, **state: Any) -> domain.MaterializedTable:
+    """A table with freshness 1 hour refreshed at 10:30, whose source has a commit from ``pending_since``."""
+    source = domain.SourceTable("shop", "orders")
+    definition = domain.Definition("SELECT 1", (source,), HOUR, mode, options=options or {})
+    refreshed = replace(domain.RefreshState("activated", refresh_commit=3, last_refresh_at=ON_THE_HOUR - HOUR // 2),
+                        **state)
+    lag = 0 if pending_since is None else NOW - pending_since
+    return domain.MaterializedTable(
+        "shop", "revenue", definition, refreshed, mode, 1, 0, 0,
+        (domain.SourceState(source, 1, 2 if pending_since else 1, pending_since),), lag)
+
+
+def test_full_mode_is_due_at_every_multiple_of_its_freshness_from_the_epoch() -> None:
+    assert domain.tick(HOUR, NOW) == ON_THE_HOUR
+    assert domain.tick(86_400_000, NOW) % 86_400_000 == 0  # freshness 1 day: at midnight UTC
+    due = domain.next_refresh_at
+    # A source moved at 10:45, before 11:00, and no refresh has run for 11:00: due at 11:00.
+    assert due(materialized(pending_since=ON_THE_HOUR - 900_000), NOW) == ON_THE_HOUR
+    # It moved at 11:05, after 11:00: the next time is 12:00 (not half the freshness after the last refresh).
+    assert due(materialized(pending_since=ON_THE_HOUR + 300_000), NOW) == ON_THE_HOUR + HOUR
+    # The refresh for 11:00 ran (the time it ran for is recorded): 12:00.
+    assert due(materialized(pending_since=ON_THE_HOUR - 900_000, scheduled_at=ON_THE_HOUR), NOW) == ON_THE_HOUR + HOUR
+    # Nothing moved: none scheduled (the first time after a source moves will be) ...
+    assert due(materialized(), NOW) is None
+    # ... unless each time names a partition of its own (a date formatter): due at 11:00 regardless.
+    formatted = {"partition.fields.ds.date-formatter": "yyyy-MM-dd"}
+    assert due(materialized(options=formatted), NOW) == ON_THE_HOUR
+    assert due(materialized(options=formatted, scheduled_at=ON_THE_HOUR), NOW) == ON_THE_HOUR + HOUR
+    # Never refreshed: at once; a backoff or a request: its time; suspended: never.
+    assert due(materialized(refresh_commit=0), NOW) == 0
+    assert due(materialized(next_attempt_at=NOW + 5_000), NOW) == NOW + 5_000
+    assert due(materialized(status="suspended"), NOW) is None
+    # Continuous tables keep their rule: as soon as a source moved.
+    assert due(materialized("continuous", pending_since=NOW - 10), NOW) == NOW
+    assert due(materialized("continuous"), NOW) is None
+
+
+def test_with_options_are_a_partition_formatter_or_table_properties() -> None:
+    own, table = domain.split_options({"partition.fields.ds.date-formatter": "yyyy-MM-dd", "merge-engine": "first-row",
+                                       "fields.qty.aggregate-function": "sum"}, ["ds"])
+    assert own == {"partition.fields.ds.date-formatter": "yyyy-MM-dd"}
+    assert table == {"merge-engine": "first-row", "fields.qty.aggregate-function": "sum"}
+    with pytest.raises(ValueError, match=r"unknown option 'partition\.fields\.ds\.date-format'"):
+        domain.split_options({"partition.fields.ds.date-format": "yyyy"}, ["ds"])
+    with pytest.raises(ValueError, match="names column 'item', which is not a partition column"):
+        domain.split_options({"partition.fields.item.date-formatter": "yyyy"}, ["ds"])
+
+
 def test_refresher_says_when_each_table_is_refreshed_and_why() -> None:
-    now = 1_795_000_000_000  # 2026-11-18T11:06:40Z
+    now = NOW
     table = {"scopeName": "shop", "tableName": "revenue", "status": "activated", "behind": True, "refreshCommit": 3,
-             "lagMs": 1_000, "freshnessMs": 3_600_000, "refreshMode": "auto", "effectiveRefreshMode": "full"}
-    # Full mode: once the lag reaches half the freshness, 30 minutes minus the second it lags already.
-    assert next_refresh(table, now, "r") == (now + 1_799_000, "lags 1.0 s; refreshed once that reaches 1800 s")
-    assert plan_line(table, now, "r") == ("shop.revenue: full (auto), freshness 3600 s, next refresh "
-                                          "2026-11-18T11:36:39Z (lags 1.0 s; refreshed once that reaches 1800 s)")
-    assert next_refresh({**table, "status": "failed"}, now, "r") == (now, "its last refresh failed")
-    assert next_refresh({**table, "behind": False}, now, "r") == (None, "up to date: refreshed when a source changes")
+             "lagMs": 1_000, "freshnessMs": HOUR, "refreshMode": "auto", "effectiveRefreshMode": "full",
+             "nextRefreshAt": ON_THE_HOUR + HOUR}
+    # Full mode: at the next multiple of the freshness, as the server computed it.
+    why = "scheduled every 3600 s from the epoch; if a source moved before it"
+    assert next_refresh(table, now, "r") == (ON_THE_HOUR + HOUR, why)
+    assert plan_line(table, now, "r") == (
+        f"shop.revenue: full (auto), freshness 3600 s, next refresh 2026-11-18T12:00:00Z ({why})")
+    formatted = {"partition.fields.ds.date-formatter": "yyyy-MM-dd"}
+    partitioned = {**table, "options": formatted, "nextRefreshAt": ON_THE_HOUR}
+    assert plan_line(partitioned, now, "r") == (
+        "shop.revenue: full (auto), freshness 3600 s, next refresh now (scheduled at 2026-11-18T11:00:00Z, every "
+        "3600 s from the epoch; recomputes the partition of its time)")
+    assert is_due(partitioned, now, "r")
+    failed = {**table, "status": "failed", "nextAttemptAt": now - 1, "nextRefreshAt": now - 1}
+    assert next_refresh(failed, now, "r") == (now - 1, "its last refresh failed")
+    assert next_refresh({**table, "nextRefreshAt": None}, now, "r") == (
+        None, "up to date: refreshed when a source changes")
     assert next_refresh({**table, "status": "suspended"}, now, "r")[0] is None
     backoff = {**table, "status": "failed", "failures": 2, "nextAttemptAt": now + 10_000}
     assert next_refresh(backoff, now, "r") == (now + 10_000, "waiting out the backoff after 2 failed refresh(es)")
     leased = {**table, "leaseHolder": "other", "leaseExpiresAt": now + 60_000}
     assert next_refresh(leased, now, "r") == (now + 60_000, "refresher other holds its lease")
-    assert next_refresh(leased, now, "other")[0] == now + 1_799_000
-    assert plan_line({**table, "refreshMode": "continuous", "effectiveRefreshMode": "continuous"}, now, "r") == (
+    assert next_refresh(leased, now, "other")[0] == ON_THE_HOUR + HOUR
+    continuous = {**table, "refreshMode": "continuous", "effectiveRefreshMode": "continuous", "nextRefreshAt": now}
+    assert plan_line(continuous, now, "r") == (
         "shop.revenue: continuous, freshness 3600 s, next refresh now (a source changed)")
 
 
@@ -208,6 +275,30 @@ def test_create_get_list(api: Api, catalog: CatalogClient) -> None:
     # A refused definition leaves no table behind.
     assert requests.get(f"{api.base}/v1/scopes/{api.scope}/tables/orphan", timeout=30).status_code == 404
     assert requests.get(api.url("orders"), timeout=30).json()["error"]["code"] == "MaterializedTableNotFound"
+
+
+def test_partitioned_with_options_and_the_next_scheduled_refresh(api: Api, catalog: CatalogClient) -> None:
+    formatter = {"partition.fields.item.date-formatter": "yyyy-MM-dd"}
+    unknown = api.create("typo", partitionedBy=["item"], options={"partition.fields.item.date-format": "yyyy"})
+    assert unknown.status_code == 400
+    assert "unknown option 'partition.fields.item.date-format'" in unknown.json()["error"]["message"]
+    assert api.create("elsewhere", options=formatter).status_code == 400  # item is no partition column
+    assert requests.get(f"{api.base}/v1/scopes/{api.scope}/tables/typo", timeout=30).status_code == 404
+    created = api.create("daily", mode="full", partitionedBy=["item"],
+                         options={**formatter, "merge-engine": "first-row"})
+    assert created.status_code == 201, created.text
+    table = api.get("daily")
+    assert table["options"] == formatter
+    assert table["nextRefreshAt"] == table["createdAt"], "never refreshed: due at once"
+    plain = catalog.get_table(api.scope, "daily")
+    assert (plain["partitionSpec"]["text"], plain["properties"]["merge-engine"]) == ("item", "first-row")
+    # A scheduled refresh records the time it ran for: the next is one freshness later (a multiple of it).
+    assert api.lease("daily", "r").status_code == 200
+    tick = int(time.time() * 1000) // 3_600_000 * 3_600_000
+    reported = api.report("daily", {"holder": "r", "outcome": "succeeded", "commit": 1,
+                                    "cuts": {f"{api.scope}.orders": 1}, "scheduledAt": tick})
+    assert reported.status_code == 200, reported.text
+    assert api.get("daily")["nextRefreshAt"] == tick + 3_600_000
 
 
 def test_lease_report_and_adoption(api: Api, catalog: CatalogClient) -> None:

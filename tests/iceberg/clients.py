@@ -14,6 +14,7 @@ from pyiceberg.catalog.rest import RestCatalog
 from catalog_api.client import CatalogClient
 from catalog_api.streams import StreamReader
 from registry.client import RegistryClient
+from registry.model import SchemaInfo
 
 #: Where the duckdb-ext-* wheels put the extensions (``extensions/v1.4.4/linux_amd64/*.duckdb_extension``).
 EXTENSIONS = Path(sysconfig.get_paths()["purelib"]) / "duckdb_ext" / "extensions"
@@ -52,7 +53,9 @@ def duck_rows(con: duckdb.DuckDBPyConnection, sql: str, key: str = "id") -> list
 
 
 def streamcat_rows(catalog: CatalogClient, registry: RegistryClient, scope: str, table: str,
-                   cut: int | None = None, key: str = "id") -> list[dict[str, Any]]:
-    """What Streamcat's own reader reads of the table at ``cut`` (default: the latest)."""
-    reader = StreamReader(catalog, registry, scope, table)
+                   cut: int | None = None, key: str = "id",
+                   reader_schema: SchemaInfo | None = None) -> list[dict[str, Any]]:
+    """What Streamcat's own reader reads of the table at ``cut`` (default: the latest), under
+    ``reader_schema`` (default: the table's latest schema)."""
+    reader = StreamReader(catalog, registry, scope, table, reader_schema=reader_schema)
     return sorted((r for batch in reader.read_batches(cut=cut) for r in batch.to_pylist()), key=lambda r: r[key])

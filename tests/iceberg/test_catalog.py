@@ -1,6 +1,6 @@
 """The Iceberg REST catalog's namespaces and table operations through pyiceberg and plain HTTP: config
-with the endpoints served, scopes as namespaces with their properties, drop with the catalog's rules,
-rename refused with the reason, and errors in Iceberg's shape."""
+with the endpoints served, the table-exists HEAD in the OpenAPI document, scopes as namespaces with their
+properties, drop with the catalog's rules, rename refused with the reason, and errors in Iceberg's shape."""
 
 from __future__ import annotations
 
@@ -37,6 +37,11 @@ def test_config_accepts_any_warehouse_and_lists_the_endpoints_served(server_url:
         assert "POST /v1/{prefix}/namespaces/{namespace}/tables" in endpoints
         # only what is implemented: no rename (refused), no views, no registration
         assert not any("rename" in e or "views" in e or "register" in e for e in endpoints)
+    # Declared like the other routes, the table-exists HEAD is an operation of the OpenAPI document.
+    paths = requests.get(f"{server_url}/v1/openapi.json", timeout=30).json()["paths"]
+    exists = paths["/iceberg/v1/namespaces/{scopeName}/tables/{tableName}"]["head"]
+    assert exists["operationId"] == "icebergTableExists"
+    assert sorted(exists["responses"]) == ["204", "400", "401", "403", "404"]
 
 
 def test_namespaces_are_scopes_with_their_properties(server_url: str, catalog: CatalogClient) -> None:

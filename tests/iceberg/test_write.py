@@ -8,16 +8,22 @@ primary-key and materialized tables are refused with the reason."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import requests
 from pyiceberg.exceptions import BadRequestError, CommitFailedException
+from pyiceberg.io.pyarrow import parquet_file_to_data_file, schema_to_pyarrow
+from pyiceberg.manifest import DataFile, DataFileContent, FileFormat
+from pyiceberg.typedef import Record
 from pyiceberg.types import LongType, StringType
 
 from catalog_api.client import CatalogClient
 from catalog_api.iceberg.datafiles import AddedFile, check_footer
+from catalog_api.partitioning.spec import PartitionField, PartitionSpec, Transform
+from catalog_api.partitioning.transforms import apply
 from registry.client import RegistryClient
 from registry.errors import BadRequest
 from tests.iceberg.clients import pyiceberg, rows, streamcat_rows
@@ -143,3 +149,59 @@ def test_a_column_of_another_type_is_refused_by_the_footer_alone(tmp_path: Path)
                    tmp_path / "g.parquet")
     with pytest.raises(BadRequest, match=r"required column id is missing"):
         check_footer(str(tmp_path), AddedFile("g.parquet", 1, 0), schema)
+
+
+def test_pyiceberg_appends_to_a_partitioned_table_are_one_commit_of_checked_partitions(
+        server_url: str, catalog: CatalogClient, client: RegistryClient, scope: str) -> None:
+    table = new_table(catalog, scope, "days(ts), region", properties={"commit.retry.num-retries": "0"})
+    iceberg = pyiceberg(server_url)
+    loaded = iceberg.load_table(f"{scope}.{table}")
+    loaded.append(events(0, 30))
+    assert [c["kind"] for c in catalog.commits(scope, table)] == ["append"]
+    chunks = catalog.snapshot(scope, table)[1]
+    partitions = {tuple(c.partition["values"]) for c in chunks if c.partition and c.partition["specId"] == 1}
+    assert len(partitions) == len(chunks) > 3  # a chunk per (day, region), as pyiceberg wrote them
+    expected = streamcat_rows(catalog, client, scope, table)
+    assert [r["id"] for r in expected] == list(range(30))
+    reloaded = iceberg.load_table(f"{scope}.{table}")
+    assert rows(reloaded.scan().to_arrow()) == expected
+    eu = list(reloaded.scan(row_filter="region == 'eu'").plan_files())
+    assert 0 < len(eu) < len(chunks)
+
+    # A client whose manifest puts a file of eu rows in the us partition: refused naming the column.
+    path = Path(catalog.get_table(scope, table)["stream"]["location"]) / "data" / "misplaced.parquet"
+    pq.write_table(events(0, 1).cast(schema_to_pyarrow(reloaded.schema())), path)
+    found = parquet_file_to_data_file(reloaded.io, reloaded.metadata, f"file://{path}")
+    day = found.partition[0]
+    wrong = DataFile.from_args(content=DataFileContent.DATA, file_path=f"file://{path}", file_format=FileFormat.PARQUET,
+                               partition=Record(day, "us"), record_count=1, file_size_in_bytes=path.stat().st_size)
+    wrong.spec_id = 1
+    with pytest.raises(BadRequestError, match=r"misplaced.parquet: column region: partition region='us' \(identity\), "
+                                              r"but the file's rows have 'eu'"), \
+            reloaded.transaction() as tx, tx.update_snapshot().fast_append() as append:
+        append.append_data_file(wrong)
+    assert len(catalog.commits(scope, table)) == 1
+
+
+def test_a_partition_is_proved_by_the_footers_statistics_or_refused(tmp_path: Path) -> None:
+    schema = {"type": "struct", "schema-id": 0, "fields": [
+        {"id": 1, "name": "id", "required": True, "type": "long"},
+        {"id": 2, "name": "region", "required": False, "type": "string"}]}
+    spec = PartitionSpec(1, (PartitionField(1000, 2, "region", Transform.parse("identity"), "region"),
+                             PartitionField(1001, 1, "id", Transform.parse("bucket[4]"), "id_bucket")))
+    fields = [pa.field("id", pa.int64(), nullable=False, metadata={b"PARQUET:field_id": b"1"}),
+              pa.field("region", pa.string(), metadata={b"PARQUET:field_id": b"2"})]
+    types = {1: "long", 2: "string"}
+
+    def check(ids: list[int], regions: list[str | None], partition: dict[str, Any]) -> None:
+        pq.write_table(pa.table({"id": ids, "region": regions}, schema=pa.schema(fields)), tmp_path / "f.parquet")
+        check_footer(str(tmp_path), AddedFile("f.parquet", len(ids), 0, 1, partition), schema, spec, types)
+
+    check([5, 5], [None, None], {"region": None, "id_bucket": apply("bucket[4]", 5)})
+    with pytest.raises(BadRequest, match=r"column id: the bucket of each of its values \(5 to 6\) cannot be checked"):
+        check([5, 6], ["eu", "eu"], {"region": "eu", "id_bucket": apply("bucket[4]", 5)})
+    with pytest.raises(BadRequest, match=r"column region: partition region='eu' \(identity\), but the file's rows "
+                                         r"have 'eu', None"):
+        check([5, 5], ["eu", None], {"region": "eu", "id_bucket": apply("bucket[4]", 5)})
+    with pytest.raises(BadRequest, match=r"f.parquet is written for partition spec 0, but the table's is spec 1"):
+        check_footer(str(tmp_path), AddedFile("f.parquet", 2, 0), schema, spec, types)

@@ -27,7 +27,9 @@ def _flask_routes(app: Flask) -> set[tuple[str, str]]:
         if rule.endpoint == "static":
             continue
         path = re.sub(r"<(?:[a-z]+:)?([a-z_]+)>", r"{\1}", rule.rule)
-        for method in rule.methods - {"HEAD", "OPTIONS"}:
+        methods = (rule.methods or set()) - {"OPTIONS"}
+        # Flask answers HEAD for every GET route; a route that declares HEAD alone is an operation of its own.
+        for method in methods - {"HEAD"} if "GET" in methods else methods:
             routes.add((path, method.lower()))
     return routes
 
@@ -126,7 +128,7 @@ def test_every_response_has_a_concrete_schema(document: dict[str, Any]) -> None:
             label = f"{method.upper()} {path} {status}"
             content = response.get("content")
             if content is None:
-                assert status in ("201", "204"), f"{label} has no body"
+                assert status in ("201", "204") or method == "head", f"{label} has no body"
                 continue
             for media_type, body in content.items():
                 schema = body["schema"]

@@ -224,6 +224,15 @@ CASES = [
     Case("catalog: commit", 2, "shop", "POST", "/v1/scopes/shop/streams/feed/commits", 201,
          body=lambda s: {"chunks": [{"path": f"c{s}.evt", "kind": "events", "eventCount": 1, "bytes": 1}]},
          untouched=lambda a, s: f"c{s}.evt" not in _chunks(a)),
+    Case("catalog: commit of several tables", 2, "shop", "POST", "/v1/commits", 201,
+         body=lambda s: {"commits": [{"scope": "shop", "stream": "feed", "chunks": [
+             {"path": f"m{s}.evt", "kind": "events", "eventCount": 1, "bytes": 1}]}]},
+         untouched=lambda a, s: f"m{s}.evt" not in _chunks(a)),
+    # write on every table it names: a caller who may write in one scope only changes neither
+    Case("catalog: commit of tables of two scopes", 2, "other", "POST", "/v1/commits", 201,
+         body=lambda s: {"commits": [{"scope": scope, "stream": "feed", "chunks": [
+             {"path": f"x{s}.evt", "kind": "events", "eventCount": 1, "bytes": 1}]} for scope in ("shop", "other")]},
+         untouched=lambda a, s: f"x{s}.evt" not in _chunks(a)),
     Case("catalog: alter table", 2, "shop", "PATCH", "/v1/scopes/shop/tables/orders", 200,
          body=lambda s: {"changes": [{"op": "addColumn", "path": [f"c{s}"], "type": "string"}]},
          untouched=lambda a, s: f"c{s}" not in _columns(a)),

@@ -61,6 +61,7 @@ NEEDS = {
     "listCommits": "read on stream",
     "findCommit": "read on stream",
     "commit": "write on stream",
+    "commitTables": "write on * (listing)",  # then write on every table the body names
     "listChunks": "read on stream",
     "planChunks": "read on stream",
     "listChanges": "read on stream",

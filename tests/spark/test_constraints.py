@@ -8,13 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka.schema_registry import Rule, RuleKind, RuleMode, RuleSet, Schema, SchemaRegistryClient
+from confluent_kafka.schema_registry import (
+    Rule,
+    RuleKind,
+    RuleMode,
+    RuleParams,
+    RuleSet,
+    Schema,
+    SchemaRegistryClient,
+)
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.rule_registry import RuleRegistry
 from confluent_kafka.schema_registry.rules.cel.cel_executor import CelExecutor
 from confluent_kafka.serialization import MessageField, SerializationContext, SerializationError
 from pyspark.errors import PySparkException, StreamingQueryException
 
+from catalog_api.client import CatalogClient
+from catalog_api.streams import StreamWriter
+from catalog_api.streams.contracts import ConstraintViolation
+from registry.client import RegistryClient
 from tests.spark.helpers import rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
@@ -137,3 +149,34 @@ def test_a_cel_rule_added_through_the_confluent_api_refuses_a_spark_insert(spark
     # CEL fails on a null where SQL would say unknown: the rule refuses it, and so does Spark.
     assert "light_enough" in _refusal(spark, f"INSERT INTO {table} VALUES (3, NULL, 'bag')")
     assert rows(spark, f"SELECT id FROM {table}") == [(1,)]
+
+
+def test_a_cel_rule_without_a_sql_form_is_shown_not_enforced_and_the_python_writers_enforce_it(
+        spark: Any, scope: str, spark_server: str) -> None:
+    table = f"streamcat.{scope}.labels"
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, label STRING) USING avro")
+    subject = f":.{scope}:labels"
+    sr = SchemaRegistryClient({"url": spark_server})
+    latest = sr.get_latest_version(subject)
+    rule = Rule("label_prefix", None, RuleKind.CONDITION, RuleMode.WRITE, "CEL", None, None,
+                "message.label.startsWith('A')", None, None, False)  # no SQL form: a method call
+    # a DLQ rule: its rows go to a dead-letter table from the Python writers; Spark's writes fail on it
+    dead = Rule("id_positive", None, RuleKind.CONDITION, RuleMode.WRITE, "CEL", None,
+                RuleParams({"dlq.table": f"{scope}.dead"}), "message.id > 0", None, "DLQ", False)
+    sr.register_schema(subject, Schema(latest.schema.schema_str, "AVRO", [], None, RuleSet(None, [rule, dead])))
+    assert "id_positive" in _refusal(spark, f"INSERT INTO {table} VALUES (-1, 'Ax')")
+
+    shown = "label_prefix CHECK (TRUE /* CEL: message.label.startsWith('A') */) NOT ENFORCED"
+    assert shown in _described(spark, table)
+    assert f"CONSTRAINT {shown}" in spark.sql(f"SHOW CREATE TABLE {table}").collect()[0][0]
+    spark.sql(f"INSERT INTO {table} VALUES (1, 'Bx')")  # not enforced by Spark, as it says
+    assert rows(spark, f"SELECT id FROM {table}") == [(1,)]
+
+    registry = RegistryClient(spark_server, scope)
+    writer = StreamWriter(CatalogClient(spark_server), registry, scope, "labels",
+                          schema=registry.latest_schemas("labels")[0].schema)
+    writer.write({"id": 2, "label": "Ax"})
+    with pytest.raises(ConstraintViolation, match="label_prefix"):  # the Python writers enforce it
+        writer.write({"id": 3, "label": "Bx"})
+    writer.close()
+    assert rows(spark, f"SELECT id FROM {table} ORDER BY id") == [(1,), (2,)]

@@ -163,7 +163,7 @@ def test_writes_refused_and_described(spark: Any, spark_server: str, scope: str,
 
 def test_lifecycle(spark: Any, spark_server: str, scope: str, orders: str) -> None:
     table = f"{scope}.revenue"
-    call(spark, "create_materialized_table", table=table, query=revenue_query(scope), freshness="2 seconds",
+    call(spark, "create_materialized_table", table=table, query=revenue_query(scope), freshness="1 second",
          refresh_mode="full")
     refresher = Refresher(spark, CatalogClient(spark_server), holder="lifecycle")
 
@@ -179,7 +179,7 @@ def test_lifecycle(spark: Any, spark_server: str, scope: str, orders: str) -> No
     with pytest.raises(Exception, match="suspended"):
         call(spark, "refresh_materialized_table", table=table)
     assert content(spark, scope) == [("apple", 5), ("pear", 1)]
-    # Resumed: the refresher catches up.
+    # Resumed: the refresher catches up (a scheduled time, a whole second, passed since the insert).
     assert call(spark, "resume_materialized_table", table=table)["status"] == "activated"
     assert mine() == ["succeeded"]
     assert content(spark, scope) == [("apple", 5), ("pear", 6)]

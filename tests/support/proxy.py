@@ -7,7 +7,9 @@ answer is lost on the way back, the failure a writer cannot tell from "not commi
 - ``drop``: the connection is closed without a byte of the answer (a connection reset, a process
   killed after sending, a timeout);
 - ``bad-gateway``: the client gets ``502 Bad Gateway`` instead (what a load balancer answers when the
-  server's connection breaks).
+  server's connection breaks);
+- ``hold``: the request is held, never forwarded (``Faults.held`` is set once it is), so that a test can
+  kill the writer while its commit is on the way: after its chunk files are written, before any commit.
 """
 
 from __future__ import annotations
@@ -22,31 +24,37 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 from urllib.parse import urlsplit
 
-DROP, BAD_GATEWAY = "drop", "bad-gateway"
+DROP, BAD_GATEWAY, HOLD = "drop", "bad-gateway", "hold"
 #: Headers that describe one hop, not the message: the proxy sets its own.
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
 
 
 @dataclass
 class Faults:
-    """Which commit requests (1-based, counted from the last :meth:`arm`) lose their answer, and how."""
+    """Which commit requests (1-based, counted from the last :meth:`arm`) lose their answer, and how; or, armed
+    with another ``suffix``, which POSTs to paths ending with it."""
 
     lose: set[int] = field(default_factory=set)
     mode: str = DROP
+    #: the end of the paths of the POSTs faulted (and counted)
+    suffix: str = "/commits"
     #: commit requests seen since armed
     commits: int = 0
     #: the numbers (of ``commits``) whose answers were lost
     lost: list[int] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: set when a request is held (``hold``)
+    held: threading.Event = field(default_factory=threading.Event)
 
-    def arm(self, *lose: int, mode: str = DROP) -> None:
-        """Lose the answers of the ``lose``-th commit requests from now on (none: forward everything)."""
+    def arm(self, *lose: int, mode: str = DROP, suffix: str = "/commits") -> None:
+        """Lose the answers of the ``lose``-th commit requests (POSTs to paths ending with ``suffix``) from now on
+        (none: forward everything)."""
         with self.lock:
-            self.lose, self.mode, self.commits, self.lost = set(lose), mode, 0, []
+            self.lose, self.mode, self.commits, self.lost, self.suffix = set(lose), mode, 0, [], suffix
 
     def faulted(self, method: str, path: str) -> str | None:
         """The fault to apply to this request, if any (counts the commit requests)."""
-        if method != "POST" or not path.split("?", 1)[0].endswith("/commits"):
+        if method != "POST" or not path.split("?", 1)[0].endswith(self.suffix):
             return None
         with self.lock:
             self.commits += 1
@@ -96,6 +104,10 @@ class _Handler(socketserver.StreamRequestHandler):
             method, target, headers = head
             body = _read_body(self.rfile, headers)
             fault = self.server.faults.faulted(method, target)
+            if fault == HOLD:
+                self.server.faults.held.set()
+                self.rfile.read()  # until the client goes away; nothing reaches the server
+                return
             status, reason, answer_headers, answer = self.server.forward(method, target, headers, body)
             if fault == DROP:
                 self.connection.shutdown(socket.SHUT_RDWR)

@@ -14,7 +14,7 @@ from selenium import webdriver
 
 from catalog_api.server.app import create_app
 from catalog_api.server.config import Settings
-from tests.support.auth import Api, add_user, migrated
+from tests.support.auth import AUDIENCE, ISSUER, Api, add_user, migrated
 from tests.support.net import serve_in_thread
 from tests.ui.browser import chromium
 from tests.ui.world import World, populate
@@ -69,10 +69,13 @@ def page(browser: webdriver.Chrome, request: pytest.FixtureRequest, tmp_path: Pa
 
 
 @contextmanager
-def ui_server(tmp: Path, auth: tuple[str, ...] = ("none",)) -> Iterator[str]:
-    """A migrated SQLite database and the application on it, served on 127.0.0.1; yields its URL."""
+def ui_server(tmp: Path, auth: tuple[str, ...] = ("none",), oidc_jwks: str = "") -> Iterator[str]:
+    """A migrated SQLite database and the application on it (trusting the JWTs of tests.support.auth's
+    issuer signed by a key of ``oidc_jwks``, if given), served on 127.0.0.1; yields its URL."""
     url = migrated(f"sqlite:///{tmp}/ui.db")
-    with serve_in_thread(create_app(Settings(database_url=url, warehouse=str(tmp / "warehouse"), auth=auth))) as base:
+    app = create_app(Settings(database_url=url, warehouse=str(tmp / "warehouse"), auth=auth, oidc_issuer=ISSUER,
+                              oidc_audience=AUDIENCE, oidc_jwks=oidc_jwks))
+    with serve_in_thread(app) as base:
         yield base
 
 

@@ -7,16 +7,20 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 import requests
 
 from catalog_api.materialized.refresher import is_due, next_refresh
+from catalog_api.ui import registry_pages
 from catalog_api.ui.registry_pages import PAGE_SIZE
 from registry.client import RegistryClient, schema_info
 from registry.model import Compatibility, GroupProperties, SerializationFormat
-from tests.ui.conftest import WENDY_PASSWORD, Secured, ui_server
+from tests.support.auth import Api, SigningKeys, add_user
+from tests.ui.conftest import ROOT_PASSWORD, WENDY_PASSWORD, Secured, ui_server
 from tests.ui.world import COMMITS, World, append, populate, refresh, rows_of
 
 #: On the browser tests' worker: the servers (session fixtures) are made once for both.
@@ -171,6 +175,55 @@ def test_actions_need_write_permission_on_the_table(secured: Secured, caplog: py
     assert "table=orders" not in listed
 
 
+def test_a_viewer_of_single_groups_pages_through_the_names(secured: Secured, monkeypatch: pytest.MonkeyPatch) -> None:
+    admin = Api(secured.url, auth=("root", ROOT_PASSWORD))
+    token = admin.ok("POST", "/v1/admin/principals/tokens", json={"name": "two-groups"})["token"]
+    for group in ("shop.events", "shop.orders"):
+        admin.ok("POST", "/v1/admin/grants", json={"principal": "two-groups", "permission": "read",
+                                                  "resource": f"table:{group}"})
+    # One name read at a time and one group a page: shop holds big_orders, events and orders.
+    monkeypatch.setattr(registry_pages, "NAMES_BATCH", 1)
+    monkeypatch.setattr(registry_pages, "PAGE_SIZE", 1)
+    session, _ = _sign_in(secured.url, token=token)
+    shown, after = [], ""
+    for _ in range(4):
+        page = _get(session, secured.url, "registry", namespace="shop", after=after).text
+        shown += re.findall(r'group=([^"&]+)">', page)
+        found = re.search(r'rel="next" href="[^"]*after=([^"&]+)', page)
+        if found is None:
+            break
+        after = found.group(1)
+    assert shown == ["events", "orders"]
+    assert "Avro" in _get(session, secured.url, "registry", namespace="shop").text, "with each group's format"
+    assert '<span class="n">2</span> <span class="label">groups</span>' in _get(session, secured.url, "").text
+
+
+def test_an_identity_providers_jwt_signs_in_as_the_token(tmp_path: Path) -> None:
+    keys = SigningKeys()
+    jwks = keys.write_jwks(tmp_path / "jwks.json")
+    with ui_server(tmp_path, auth=("basic", "oidc"), oidc_jwks=str(jwks)) as base:
+        add_user(f"sqlite:///{tmp_path}/ui.db", "root", "root-password-1", "admin")
+        for scope in ("shop", "vault"):
+            Api(base, auth=("root", "root-password-1")).ok("POST", "/v1/scopes", json={"scopeName": scope})
+        assert "identity provider's JWT" in _get(requests.Session(), base, "signin").text
+        session, signed_in = _sign_in(base, token=keys.token("alice", streamcat=["read:scope:shop"]))
+        assert (signed_in.status_code, signed_in.headers["Location"]) == (303, "/ui/")
+        assert "oidc:alice" in _get(session, base, "").text
+        catalog = _get(session, base, "catalog").text
+        assert "scope=shop" in catalog
+        assert "vault" not in catalog, "only the scope its claim grants"
+        assert _get(session, base, "catalog/scope", scope="vault").status_code == 403
+        # What the API refuses, the sign-in refuses, saying why; a session's JWT is checked on every page.
+        for token, says in [(keys.token("alice", exp=int(time.time()) - 120), "the token has expired"),
+                            (keys.token("alice", key="stranger"), "signature does not verify"),
+                            (keys.token("alice", aud="another-api"), "another audience")]:
+            _session, refused = _sign_in(base, token=token)
+            assert (refused.status_code, says in refused.text) == (401, True), refused.text
+            forged = requests.Session()
+            forged.cookies.set("streamcat_ui_session", f"o.{token}")
+            assert "/ui/signin" in _get(forged, base, "catalog").url
+
+
 @pytest.mark.parametrize("path", ["", "registry", "catalog", "materialized"])
 def test_a_reader_of_one_scope_sees_nothing_of_another(secured: Secured, path: str) -> None:
     reader, _ = _sign_in(secured.url, token=secured.token)
@@ -257,8 +310,8 @@ def test_refresh_now_makes_the_table_due_at_the_refreshers_next_poll(scratch: st
     world = populate(scratch, "asked")
     refresh(world.url, "asked")
     rest = f"{world.url}/v1/scopes/asked/materializedTables/big_orders"
-    # Full mode: refreshed once it lags half its freshness (continuous mode steps at once anyway).
-    requests.patch(rest, json={"refreshMode": "full"}, timeout=10).raise_for_status()
+    # Full mode, daily: refreshed at the next scheduled time (continuous mode steps at once anyway).
+    requests.patch(rest, json={"refreshMode": "full", "freshness": "1 day"}, timeout=10).raise_for_status()
     session = requests.Session()
     page = _get(session, world.url, "materialized/table", scope="asked", table="big_orders").text
     assert "a refresh would change nothing" in page
@@ -266,9 +319,13 @@ def test_refresh_now_makes_the_table_due_at_the_refreshers_next_poll(scratch: st
     append(world.url, "asked")
     before = requests.get(rest, timeout=10).json()
     assert before["behind"]
-    assert not is_due(before, int(time.time() * 1000), "r"), "it lags less than half its freshness: not due yet"
+    assert not is_due(before, int(time.time() * 1000), "r"), "not due before its next scheduled time"
     page = _get(session, world.url, "materialized/table", scope="asked", table="big_orders").text
     assert "Refresh now</button>" in page
+    # The page says when the schedule makes it due (the next day boundary, UTC), as REST does.
+    due = datetime.fromtimestamp(before["nextRefreshAt"] / 1000, UTC)
+    assert (due.hour, due.minute, due.second) == (0, 0, 0)
+    assert f'<dd id="next-refresh"><time datetime="{due:%Y-%m-%dT%H:%M:%SZ}"' in page
     assert "the refresh happens at the refresher's next poll" in page
     form = {"scope": "asked", "table": "big_orders", "action": "refresh", "csrf_token": _csrf(
         session, world.url, "materialized/table?scope=asked&table=big_orders")}
@@ -277,14 +334,26 @@ def test_refresh_now_makes_the_table_due_at_the_refreshers_next_poll(scratch: st
     assert "A refresh was asked for" in done.text
     asked = requests.get(rest, timeout=10).json()
     now = int(time.time() * 1000)
-    assert next_refresh(asked, now, "r") == (now, "a refresh was asked for"), "due at the refresher's next pass"
+    when, why = next_refresh(asked, now, "r")
+    assert why == "a refresh was asked for"
+    assert when is not None
+    assert when <= now, "due at the refresher's next pass"
     assert (asked["status"], asked["version"], asked["lagMs"] > 0) == (before["status"], before["version"], True)
     refresh(world.url, "asked")
     after = requests.get(rest, timeout=10).json()
     assert after["nextAttemptAt"] is None, "the refresh answered the request"
     assert not is_due(after, int(time.time() * 1000), "r")
-    # A suspended table is refreshed by nobody: asking is refused, and changes nothing.
+    # A refresh that comes to nothing ("unchanged": say its incremental step found no row to change)
+    # answers the request as well: the table is not due again at every poll.
     append(world.url, "asked")
+    assert session.post(f"{world.url}/ui/materialized/table", data=form, timeout=10).status_code == 200
+    requests.post(f"{rest}/lease", json={"holder": "ui-test"}, timeout=10).raise_for_status()
+    requests.post(f"{rest}/refreshes", json={"holder": "ui-test", "outcome": "unchanged"},
+                  timeout=10).raise_for_status()
+    unchanged = requests.get(rest, timeout=10).json()
+    assert unchanged["nextAttemptAt"] is None, "the unchanged refresh answered the request"
+    assert not is_due(unchanged, int(time.time() * 1000), "r")
+    # A suspended table is refreshed by nobody: asking is refused, and changes nothing.
     requests.patch(rest, json={"action": "suspend"}, timeout=10).raise_for_status()
     refused = session.post(f"{world.url}/ui/materialized/table", data=form, timeout=10)
     assert refused.status_code == 409

@@ -55,6 +55,9 @@ def test_namespaces_and_the_group_search(services: Streamcat) -> None:
     assert [n for n, _p in registry.find_groups(Namespace("a"), "", "Old_Orders", 1)] == ["orders"], "a page after"
     assert registry.find_groups(Namespace("a"), "%", "", 10) == [], "LIKE's wildcards are plain characters"
     assert found[0][1].format.name == "Avro"
+    assert registry.group_names(Namespace("a"), "", "", 10) == ["Old_Orders", "orders", "users"]
+    assert registry.group_names(Namespace("a"), "ORDERS", "Old_Orders", 1) == ["orders"], "a page after, any case"
+    assert registry.group_names(Namespace("a"), "%", "", 10) == []
 
 
 def test_encodings_and_the_newest_versions(services: Streamcat) -> None:

@@ -1,14 +1,18 @@
 """The web UI's sign-in and sessions (catalog_api.ui.session.Sessions), over the API's principals.
 
 A sign-in is checked as the API checks the same credentials (``Authenticator``: a user's password,
-an API token). The session cookie then names the principal without holding the credential and
-without a key of the server's own, so that any worker or replica can read it:
+an API token, an OIDC JWT). The session cookie then names the principal without a key of the
+server's own, so that any worker or replica can read it, and without holding the credential but for
+a JWT's:
 
 * a user's: ``u.<name>.<issued>.<mac>``, the mac an HMAC-SHA256 of name and issue time keyed by
   the user's stored password hash: it holds for ``SESSION_SECONDS`` and no longer once the
   password changes or the user is removed;
 * a token's: ``t.<sha256 of the token>``, what the database looks tokens up by: it holds while the
-  token does (expiry and revocation as for the API).
+  token does (expiry and revocation as for the API);
+* an OIDC JWT's (with ``oidc`` enabled): ``o.<the JWT>``. A JWT is checked against the identity
+  provider's keys, not the database, so the cookie keeps it and every page checks it again as the
+  API does (signature, issuer, audience, expiry): the session ends when the JWT expires.
 
 Each page then reads the principal's role and grants afresh, so a grant taken back shows at once.
 """
@@ -29,6 +33,9 @@ from catalog_api.server.auth.principals import ANONYMOUS, Principal
 from catalog_api.server.auth.store import PrincipalStore
 from catalog_api.ui.session import SESSION_SECONDS, SignInRefused
 from registry.db import now_ms
+
+#: The longest JWT a session keeps (a browser keeps cookies of up to 4,096 bytes, name included).
+MAX_JWT_CHARS = 4000
 
 
 def _mac(password_hash: str, name: str, issued: int) -> str:
@@ -55,16 +62,24 @@ class UiSessions:
         """Whether people must sign in (STREAMCAT_AUTH names a method)."""
         return self.authenticator.enabled
 
+    @property
+    def accepts_jwt(self) -> bool:
+        """Whether the token may be an identity provider's JWT (``oidc`` is enabled)."""
+        return self.authenticator.oidc is not None
+
     def anonymous(self) -> Principal:
         """Everyone, when the server asks nobody who they are."""
         return ANONYMOUS
 
     def sign_in(self, user: str, password: str, token: str) -> tuple[Principal, str]:
-        """The principal and session cookie of a user and password, or of an API token."""
+        """The principal and session cookie of a user and password, of an API token, or (with ``oidc``
+        enabled) of an identity provider's JWT given as the token."""
         token = token.strip()
         if token:
-            if not is_api_token(token):
+            if not is_api_token(token) and not self.accepts_jwt:
                 raise SignInRefused("that is not an API token of this server (they start with sct_)")
+            if not is_api_token(token) and len(token) > MAX_JWT_CHARS:
+                raise SignInRefused(f"the token is longer than the {MAX_JWT_CHARS:,} characters a session keeps")
             header = f"Bearer {token}"
         else:
             header = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
@@ -74,6 +89,8 @@ class UiSessions:
             raise SignInRefused(e.message) from None
         if principal.kind == "token":
             return principal, f"t.{token_hash(token)}"
+        if principal.kind == "oidc":
+            return principal, f"o.{token}"
         stored = self.store.user(principal.name)
         if stored is None:  # removed in between
             raise SignInRefused("wrong user name or password")
@@ -85,6 +102,11 @@ class UiSessions:
         kind, _, rest = cookie.partition(".")
         if kind == "t" and len(rest) == 64:
             return self.store.token(rest, now_ms())
+        if kind == "o" and self.accepts_jwt and rest and not is_api_token(rest):
+            try:
+                return self.authenticator.authenticate(f"Bearer {rest}")
+            except Unauthenticated:  # expired, or the provider's keys no longer sign it
+                return None
         if kind != "u":
             return None
         encoded, _, rest = rest.partition(".")

@@ -72,6 +72,8 @@ def ingest(catalog: CatalogClient, registry: RegistryClient, scope: str, table: 
     gc.disable()
     writer = StreamWriter(catalog, registry, scope, table, writer_id=writer_id, max_chunk_events=1 << 62)
     result = IngestResult(writer_id=writer.writer_id)
+    if writer.dead_letters is not None:  # rows a DLQ rule refuses say who wrote them
+        writer.dead_letters.writer = writer_id or "streamcat ingest"
     try:
         layout = writer.layout
         if layout is None:

@@ -17,10 +17,16 @@ import java.util.Map;
  * {@code constraint.check.<name>} holding its SQL, and answers every CHECK in force, its own and those
  * translated from CEL rules added through the Confluent API, as the table's {@code checks}. Spark enforces
  * them on every write ({@link StreamcatTable#constraints}); ADD and DROP CONSTRAINT are property changes.
+ * A CEL rule without a SQL form is shown as a CHECK that is NOT ENFORCED, whose predicate is {@code TRUE} followed
+ * by the rule's CEL in a comment: Spark does not enforce it (the Python writers and Kafka clients do), and says so
+ * rather than hide it. (Spark resolves the predicate of every CHECK on a write, enforced or not, and the CEL itself
+ * would not resolve.)
  */
 final class Constraints {
     /** The prefix of the reserved table properties that hold CHECK constraints. */
     static final String PREFIX = "constraint.check.";
+    /** The prefix under which a loaded table keeps the CEL of its rules without a SQL form (never sent back). */
+    static final String CEL_PREFIX = "streamcat.constraint.cel.";
 
     private Constraints() {
     }
@@ -28,8 +34,10 @@ final class Constraints {
     /** Put a table answer's {@code checks} into {@code properties} (under {@link #PREFIX}), where the table keeps them. */
     static void putChecks(JsonNode table, Map<String, String> properties) {
         table.path("checks").forEach(check -> {
-            if (check.path("sql").isTextual()) {  // a CEL rule without a SQL form is the Python writers' to enforce
+            if (check.path("sql").isTextual()) {
                 properties.put(PREFIX + check.path("name").asText(), check.path("sql").asText());
+            } else if (check.path("cel").isTextual()) {  // the Python writers' to enforce: shown as NOT ENFORCED
+                properties.put(CEL_PREFIX + check.path("name").asText(), check.path("cel").asText());
             }
         });
     }
@@ -38,20 +46,25 @@ final class Constraints {
     static Map<String, String> withoutChecks(Map<String, String> properties) {
         Map<String, String> out = new LinkedHashMap<>();
         properties.forEach((key, value) -> {
-            if (!key.startsWith(PREFIX)) {
+            if (!key.startsWith(PREFIX) && !key.startsWith(CEL_PREFIX)) {
                 out.put(key, value);
             }
         });
         return out;
     }
 
-    /** The CHECK constraints {@code properties} hold, enforced by Spark on every write. */
+    /** The CHECK constraints {@code properties} hold: enforced by Spark on every write, but CEL rules without a
+     * SQL form (not enforced, their CEL shown in the predicate's comment). */
     static List<Constraint> checks(Map<String, String> properties) {
         List<Constraint> out = new ArrayList<>();
         properties.forEach((key, value) -> {
             if (key.startsWith(PREFIX)) {
                 out.add(Constraint.check(key.substring(PREFIX.length())).predicateSql(value).enforced(true)
                         .rely(false).validationStatus(Constraint.ValidationStatus.VALID).build());
+            } else if (key.startsWith(CEL_PREFIX)) {
+                String shown = "TRUE /* CEL: " + value.replace("*/", "* /") + " */";
+                out.add(Constraint.check(key.substring(CEL_PREFIX.length())).predicateSql(shown).enforced(false)
+                        .rely(false).validationStatus(Constraint.ValidationStatus.UNVALIDATED).build());
             }
         });
         return out;

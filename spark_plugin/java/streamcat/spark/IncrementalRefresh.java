@@ -1,13 +1,17 @@
 package streamcat.spark;
 
+import com.fasterxml.jackson.databind.JsonNode;
+
 import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.And;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
@@ -35,8 +39,10 @@ import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractPartialFunction;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * Continuous (incremental) maintenance of a materialized table from its source's change feed
@@ -50,8 +56,10 @@ import java.util.Locale;
  * is replayed on the feed's rows, each carrying a sign (+1 insert and post-image, -1 delete and pre-image),
  * and the result is an append (projections, when the feed only adds rows) or the table's content at the
  * commit the step started from, merged with the per-group deltas (aggregates) or plus the arriving and minus
- * the leaving rows (projections). The caller commits it as ONE write that
- * records the new cut, so a step is atomic and exactly once like a full refresh.
+ * the leaving rows (projections). A grouped aggregate whose table is stored as an aggregation-engine table
+ * keyed by its groups ({@link #layout}) gets only the changed groups' deltas, appended: the merge on read
+ * adds them up. The caller commits it as ONE write that records the new cut, so a step is atomic and
+ * exactly once like a full refresh.
  *
  * <p>This is the one class of the materialized-table code that uses Catalyst's classes (plan nodes,
  * expressions): they change between Spark releases, so they stay here.
@@ -102,6 +110,129 @@ final class IncrementalRefresh {
     record Step(Dataset<Row> rows, boolean append, String fallback) {
         static Step fallback(String reason) {
             return new Step(null, false, reason);
+        }
+    }
+
+    /** What a step that wrote only the changed groups' deltas says it did (beside "incremental: "). */
+    static final String DELTAS = " (changed groups)";
+    static final String MERGE_ENGINE = "merge-engine";
+    static final String ROW_COUNT_FIELD = "aggregation.row-count-field";
+
+    /**
+     * How a grouped aggregate's table is stored so that a step writes only the changed groups: a primary-key
+     * table keyed by the GROUP BY columns ({@code key}) with {@code 'merge-engine' = 'aggregation'} and, per
+     * output column, the function that adds a delta to it ({@code properties}: SUM and COUNT by sum, MIN by
+     * min, MAX by max; the COUNT(*) as {@code 'aggregation.row-count-field'}, so that a group whose rows all
+     * left is no longer a row). Null when the query is no grouped aggregate, or a group may be NULL (a key
+     * column never is: declare the column NOT NULL, or filter {@code WHERE x IS NOT NULL}).
+     */
+    record Layout(List<String> key, Map<String, String> properties) {
+        /** Whether a table of these properties and key is stored this way (else its steps rewrite it). */
+        boolean storedBy(JsonNode tableProperties, List<String> tableKey) {
+            if (!keyedBy(tableKey)) {
+                return false;
+            }
+            for (Map.Entry<String, String> e : properties.entrySet()) {
+                if (!e.getValue().equals(tableProperties.path(e.getKey()).asText(null))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+
+        /** Whether {@code tableKey} is this layout's key (its column names' case aside). */
+        boolean keyedBy(List<String> tableKey) {
+            if (tableKey.size() != key.size()) {
+                return false;
+            }
+            for (int i = 0; i < key.size(); i++) {
+                if (!key.get(i).equalsIgnoreCase(tableKey.get(i))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** The aggregation-engine layout of a grouped aggregate's table (see {@link Layout}), or null. */
+    static Layout layout(Plan plan) {
+        if (!plan.incremental() || plan.groups().isEmpty()) {
+            return null;
+        }
+        List<Expression> notNull = new ArrayList<>();
+        for (LogicalPlan node : plan.chain()) {
+            if (node instanceof Filter f) {
+                conjuncts(f.condition(), notNull);
+            }
+        }
+        List<String> key = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            Expression group = plan.groups().get(g);
+            boolean filtered = notNull.stream().anyMatch(e -> e.semanticEquals(group));
+            if (group.nullable() && !filtered) {
+                return null;
+            }
+            key.add(keyOutput(plan, g).name());
+        }
+        Map<String, String> properties = new LinkedHashMap<>();
+        properties.put(MERGE_ENGINE, "aggregation");
+        List<Output> outputs = plan.outputs();
+        for (Output o : outputs) {
+            String function = switch (o.kind()) {
+                case Output.SUM, Output.COUNT -> "sum";
+                case Output.MIN -> "min";
+                case Output.MAX -> "max";
+                default -> null;
+            };
+            if (function != null) {
+                properties.put("fields." + o.name() + ".aggregate-function", function);
+            }
+        }
+        int count = groupCount(outputs);
+        if (count >= 0) {
+            properties.put(ROW_COUNT_FIELD, outputs.get(count).name());
+        }
+        return new Layout(key, properties);
+    }
+
+    /**
+     * The output columns a query's rows are one per (the columns that show its GROUP BY expressions, when its
+     * last step is a grouped aggregate that shows them all), or null: a table keyed by them and adding up what
+     * is written per key holds this query's result after a full refresh.
+     */
+    static List<String> groupColumns(SparkSession spark, String query) {
+        LogicalPlan analyzed = ((org.apache.spark.sql.classic.Dataset<Row>) spark.sql(query)).queryExecution()
+                .analyzed();
+        while (analyzed instanceof SubqueryAlias alias) {
+            analyzed = alias.child();
+        }
+        if (!(analyzed instanceof Aggregate aggregate) || aggregate.groupingExpressions().isEmpty()) {
+            return null;
+        }
+        List<String> columns = new ArrayList<>();
+        for (Expression group : list(aggregate.groupingExpressions())) {
+            String found = null;
+            for (NamedExpression e : list(aggregate.aggregateExpressions())) {
+                Expression value = e instanceof Alias alias ? alias.child() : (Expression) e;
+                if (found == null && value.semanticEquals(group)) {
+                    found = e.name();
+                }
+            }
+            if (found == null) {
+                return null;
+            }
+            columns.add(found);
+        }
+        return columns;
+    }
+
+    /** The expressions {@code x} of the conjuncts {@code x IS NOT NULL} of a filter's condition. */
+    private static void conjuncts(Expression condition, List<Expression> notNull) {
+        if (condition instanceof And and) {
+            conjuncts(and.left(), notNull);
+            conjuncts(and.right(), notNull);
+        } else if (condition instanceof IsNotNull isNotNull) {
+            notNull.add(isNotNull.child());
         }
     }
 
@@ -385,12 +516,12 @@ final class IncrementalRefresh {
      * (appends to an append table), so the feed need not be looked at before the write is planned.
      */
     static Step step(SparkSession spark, Plan plan, String sourceName, long from, long to, String target, long base,
-                     StructType targetSchema, boolean addsOnly) {
+                     StructType targetSchema, boolean addsOnly, boolean deltas) {
         Dataset<Row> rows = signedRows(spark, plan, sourceName, from, to);
         if (plan.groups().isEmpty()) {
             return projectionStep(spark, rows, target, base, targetSchema, addsOnly);
         }
-        return aggregateStep(spark, plan, rows, target, base, targetSchema, addsOnly);
+        return aggregateStep(spark, plan, rows, target, base, targetSchema, addsOnly, deltas);
     }
 
     private static Dataset<Row> old(SparkSession spark, String target, long base) {
@@ -555,21 +686,31 @@ final class IncrementalRefresh {
      * the result exactly: MIN/MAX (a removed minimum cannot be replaced from the table), no COUNT of
      * never-null values (a group's emptiness), a SUM(x) over nullable x without COUNT(x) beside it (whether
      * the sum is NULL).
+     *
+     * <p>With {@code deltas} (the table is stored by {@link #layout}) the step is instead the feed's per-group
+     * sums alone, appended: the aggregation engine adds each to its group's row, and a group whose row count
+     * reaches 0 is gone. Only when rows leave and a SUM of a nullable value could become NULL (the engine would
+     * say 0) is the table rewritten as above.
      */
     private static Step aggregateStep(SparkSession spark, Plan plan, Dataset<Row> rows, String target, long base,
-                                      StructType targetSchema, boolean addsOnly) {
+                                      StructType targetSchema, boolean addsOnly, boolean deltas) {
         List<Output> outputs = plan.outputs();
         Dataset<Row> feed = feedContributions(plan, rows, targetSchema);
         int groupCount = groupCount(outputs);
+        boolean leaving = false;
         if (!addsOnly) {
             feed = once(summed(plan, feed));
             Row leavingRow = feed.agg(functions.max(col(LEAVING))).first();
-            if (!leavingRow.isNullAt(0) && leavingRow.getLong(0) > 0) {
+            leaving = !leavingRow.isNullAt(0) && leavingRow.getLong(0) > 0;
+            if (leaving) {
                 String why = whyNotThroughRemovals(outputs, groupCount);
                 if (why != null) {
                     return Step.fallback(why);
                 }
             }
+        }
+        if (deltas && !(leaving && nullableSum(outputs))) {
+            return new Step(conform(deltaRows(plan, addsOnly ? summed(plan, feed) : feed), targetSchema), true, null);
         }
         Dataset<Row> all = summed(plan, tableContributions(plan, old(spark, target, base), targetSchema)
                 .unionAll(feed));
@@ -591,6 +732,26 @@ final class IncrementalRefresh {
             merged = merged.filter(col(outputs.get(groupCount).name()).gt(0));
         }
         return new Step(conform(merged, targetSchema), false, null);
+    }
+
+    /**
+     * The changed groups' rows of a table stored by {@link #layout}: per group, its key, each COUNT's and SUM's
+     * signed delta (a SUM of only NULLs stays NULL: the engine skips it), each MIN's and MAX's over the
+     * arriving values (removals never get here).
+     */
+    private static Dataset<Row> deltaRows(Plan plan, Dataset<Row> summed) {
+        List<Output> outputs = plan.outputs();
+        List<Column> next = new ArrayList<>();
+        for (int i = 0; i < outputs.size(); i++) {
+            Output o = outputs.get(i);
+            next.add((o.kind().equals(Output.KEY) ? col(key(o.group())) : col(part("", i))).as(o.name()));
+        }
+        return summed.select(next.toArray(new Column[0]));
+    }
+
+    /** Whether a SUM adds up a nullable value (its result may turn NULL when rows leave). */
+    private static boolean nullableSum(List<Output> outputs) {
+        return outputs.stream().anyMatch(o -> o.kind().equals(Output.SUM) && o.argument().nullable());
     }
 
     /** Which output column, if any, counts the rows of each group (COUNT(*), COUNT of a never-null value). */

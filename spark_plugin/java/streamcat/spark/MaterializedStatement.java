@@ -14,8 +14,9 @@ import java.util.Optional;
  *
  * <pre>
  * CREATE MATERIALIZED TABLE [IF NOT EXISTS] name [(PRIMARY KEY (k, ...) NOT ENFORCED)] [COMMENT '...']
+ *     [PARTITIONED BY (col, ...)] [WITH ('key' = 'value', ...)]
  *     [FRESHNESS = INTERVAL 'n' SECOND|MINUTE|HOUR|DAY] [REFRESH_MODE = CONTINUOUS|FULL] AS query
- * ALTER MATERIALIZED TABLE name SUSPEND | RESUME | REFRESH | AS query
+ * ALTER MATERIALIZED TABLE name SUSPEND | RESUME | REFRESH [PARTITION (col = 'value', ...)] | AS query
  *     | SET FRESHNESS = INTERVAL ... | SET REFRESH_MODE = CONTINUOUS|FULL
  * DROP MATERIALIZED TABLE [IF EXISTS] name
  * SHOW MATERIALIZED TABLES [IN|FROM namespace]
@@ -135,6 +136,8 @@ final class MaterializedStatement {
         String comment = null;
         String freshness = null;
         String mode = null;
+        List<String> partitionedBy = null;
+        Map<String, String> options = null;
         while (!peek().is("as")) {
             Token clause = peek();
             if (clause.is("comment") && comment == null) {
@@ -146,11 +149,15 @@ final class MaterializedStatement {
             } else if (clause.is("refresh_mode") && mode == null) {
                 next();
                 mode = refreshMode();
-            } else if (clause.is("partitioned") || clause.is("with")) {
-                throw new StatementException(clause.text.toUpperCase(Locale.ROOT) + " is not supported for "
-                        + "materialized tables yet (docs/materialized-tables.md lists what is)");
+            } else if (clause.is("partitioned") && partitionedBy == null) {
+                next();
+                expectWord("by");
+                partitionedBy = columnList();
+            } else if (clause.is("with") && options == null) {
+                next();
+                options = pairs("an option key as a quoted string", false);
             } else {
-                throw expected("COMMENT, FRESHNESS, REFRESH_MODE or AS <query>", clause);
+                throw expected("COMMENT, PARTITIONED BY, WITH, FRESHNESS, REFRESH_MODE or AS <query>", clause);
             }
         }
         String query = query();
@@ -165,6 +172,12 @@ final class MaterializedStatement {
         }
         if (comment != null) {
             args.put("comment", literal(comment));
+        }
+        if (partitionedBy != null) {
+            args.put("partitioned_by", literal(String.join(",", partitionedBy)));
+        }
+        if (options != null) {
+            args.put("options", map(options));
         }
         if (ifNotExists) {
             args.put("if_not_exists", "true");
@@ -191,11 +204,12 @@ final class MaterializedStatement {
         }
         if (action.is("refresh")) {
             if (peek().is("partition")) {
-                throw new StatementException("REFRESH PARTITION: materialized table " + name[1] + "." + name[2]
-                        + " is not partitioned");
+                next();
+                args.put("partition", map(pairs("a partition column", true)));
+            } else {
+                args.put("force", "true");
             }
             end();
-            args.put("force", "true");
             return procedure(name, "refresh_materialized_table", args);
         }
         if (action.is("as")) {
@@ -216,7 +230,8 @@ final class MaterializedStatement {
             end();
             return procedure(name, "alter_materialized_table", args);
         }
-        throw expected("SUSPEND, RESUME, REFRESH, AS <query>, SET FRESHNESS or SET REFRESH_MODE", action);
+        throw expected("SUSPEND, RESUME, REFRESH [PARTITION (...)], AS <query>, SET FRESHNESS or SET REFRESH_MODE",
+                action);
     }
 
     private String drop() {
@@ -307,6 +322,46 @@ final class MaterializedStatement {
         }
         expectSymbol(")");
         return columns;
+    }
+
+    /**
+     * {@code (key = 'value', ...)}: WITH's options (quoted keys) or a PARTITION's values (column names; a value
+     * may be a number), in the order written; a key given twice is refused.
+     */
+    private Map<String, String> pairs(String key, boolean columns) {
+        expectSymbol("(");
+        Map<String, String> pairs = new LinkedHashMap<>();
+        while (true) {
+            Token k = next();
+            boolean fits = columns ? k.kind == Kind.WORD || k.kind == Kind.QUOTED : k.kind == Kind.STRING;
+            if (!fits) {
+                throw expected(key, k);
+            }
+            expectSymbol("=");
+            Token v = next();
+            if (v.kind != Kind.STRING && !(columns && v.kind == Kind.NUMBER)) {
+                throw expected("a value as a quoted string" + (columns ? " or a number" : "") + " for " + k.text, v);
+            }
+            if (pairs.put(k.text, v.text) != null) {
+                throw new StatementException(k.text + " is given twice");
+            }
+            if (!peek().isSymbol(",")) {
+                break;
+            }
+            next();
+        }
+        expectSymbol(")");
+        return pairs;
+    }
+
+    /** A Spark SQL {@code map('k', 'v', ...)} of {@code pairs}: how the procedures take options and partitions. */
+    private static String map(Map<String, String> pairs) {
+        List<String> items = new ArrayList<>();
+        pairs.forEach((k, v) -> {
+            items.add(literal(k));
+            items.add(literal(v));
+        });
+        return "map(" + String.join(", ", items) + ")";
     }
 
     /** {@code = INTERVAL 'n' unit} (or {@code INTERVAL n unit}) as the procedures' text: "n unit". */

@@ -39,6 +39,8 @@ final class OptionKeys {
     /** A batch write's commit: its properties (this prefix, then the property) and the commit it expects last. */
     static final String COMMIT_PROPERTY = "streamcat.commit.property.";
     static final String EXPECTED_LAST_COMMIT = "streamcat.expectedlastcommit";
+    /** A batch write that replaces live chunks (a JSON list of their paths): one row-level commit removes them. */
+    static final String REPLACES = "streamcat.replaces";
     /** A change-feed scan: the range ({@code from}, {@code to} and whether each end is included) under this prefix. */
     static final String CHANGES = "streamcat.changes.";
     static final String CHANGES_FROM = "streamcat.changes.from";

@@ -416,4 +416,20 @@ public final class PythonSourceBridge {
     static StructType columnsToStruct(org.apache.spark.sql.connector.catalog.Column[] columns) {
         return org.apache.spark.sql.connector.catalog.CatalogV2Util.v2ColumnsToStructType(columns);
     }
+
+    /**
+     * A procedure's {@code MAP<STRING, STRING>} argument at {@code ordinal} (Catalyst's MapData) as an ordered
+     * map, a null value as the text "null"; empty when the argument is NULL.
+     */
+    static Map<String, String> stringMap(InternalRow args, int ordinal) {
+        Map<String, String> out = new java.util.LinkedHashMap<>();
+        if (!args.isNullAt(ordinal)) {
+            org.apache.spark.sql.catalyst.util.MapData map = args.getMap(ordinal);
+            for (int i = 0; i < map.numElements(); i++) {
+                Object value = map.valueArray().isNullAt(i) ? null : map.valueArray().getUTF8String(i);
+                out.put(map.keyArray().getUTF8String(i).toString(), String.valueOf(value));
+            }
+        }
+        return out;
+    }
 }

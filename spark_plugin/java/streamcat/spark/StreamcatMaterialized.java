@@ -15,6 +15,7 @@ import org.apache.spark.sql.connector.catalog.procedures.ProcedureParameter;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 
@@ -53,6 +54,9 @@ final class StreamcatMaterialized {
     static final String PLAN_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.plan";
     static final String METHOD_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.method";
     private static final long DEFAULT_LEASE_SECONDS = 60;
+    /** The WITH option naming the partition a scheduled refresh recomputes (model.DATE_FORMATTER on the server). */
+    private static final java.util.regex.Pattern DATE_FORMATTER =
+            java.util.regex.Pattern.compile("partition\\.fields\\.([^.]+)\\.date-formatter");
 
     /** Sources pinned at cuts for the refresh running on this thread: "catalog.scope.table" to cut. */
     private static final ThreadLocal<Map<String, Long>> PINS = new ThreadLocal<>();
@@ -138,7 +142,12 @@ final class StreamcatMaterialized {
                                 .comment("run the first refresh now").build(),
                         string("comment", "the table's comment", "NULL"),
                         ProcedureParameter.in("if_not_exists", DataTypes.BooleanType).defaultValue("false")
-                                .comment("leave an existing materialized table of that name as it is").build()),
+                                .comment("leave an existing materialized table of that name as it is").build(),
+                        string("partitioned_by", "comma-separated partition columns (identity partitions)", "NULL"),
+                        ProcedureParameter.in("options", OPTIONS).defaultValue("NULL")
+                                .comment("WITH options: map('partition.fields.<col>.date-formatter', 'yyyy-MM-dd') "
+                                        + "and table properties (merge-engine, sequence.field, fields.<col>.*)")
+                                .build()),
                 STATE, args -> create(tables.of(args), args));
         registry.add("refresh_materialized_table",
                 "Refresh a materialized table now if a source has commits past the cuts it reflects (always with "
@@ -150,13 +159,26 @@ final class StreamcatMaterialized {
                                 .comment("how long the lease lasts unless renewed (a dead refresher's is taken over "
                                         + "after it)").build(),
                         ProcedureParameter.in("force", DataTypes.BooleanType).defaultValue("false")
-                                .comment("recompute even when no source changed").build()),
+                                .comment("recompute even when no source changed").build(),
+                        ProcedureParameter.in("partition", OPTIONS).defaultValue("NULL")
+                                .comment("recompute this partition only, e.g. map('ds', '2026-11-01') (a backfill)")
+                                .build(),
+                        string("at", "the scheduled time (ISO-8601, e.g. '2026-11-01T00:00:00Z') whose partition a "
+                                + "full-mode table with a partition date formatter recomputes (default: the latest "
+                                + "multiple of its freshness)", "NULL"),
+                        ProcedureParameter.in("dry_run", DataTypes.BooleanType).defaultValue("false")
+                                .comment("rehearse a step (plan, change feed, the step's job) over one small "
+                                        + "consumed commit, writing nothing: no lease, no commit").build()),
                 REFRESHED, args -> {
                     String[] t = tables.of(args);
+                    if (!args.isNullAt(6) && args.getBoolean(6)) {
+                        return new InternalRow[] {rehearse(t).row(t)};
+                    }
                     String holder = args.isNullAt(1) ? null : args.getUTF8String(1).toString();
                     long lease = args.isNullAt(2) ? DEFAULT_LEASE_SECONDS : args.getLong(2);
-                    return new InternalRow[] {refresh(t, holder, lease * 1000, !args.isNullAt(3) && args.getBoolean(3))
-                            .row(t)};
+                    Scheduled scheduled = new Scheduled(pairs(args, 4), text(args, 5));
+                    return new InternalRow[] {refresh(t, holder, lease * 1000, !args.isNullAt(3) && args.getBoolean(3),
+                            scheduled).row(t)};
                 });
         registry.add("suspend_materialized_table", "Stop refreshing a materialized table until it is resumed.",
                 List.of(table), STATE, args -> state(tables.of(args), action("suspend")));
@@ -184,6 +206,14 @@ final class StreamcatMaterialized {
                 List.of(string("namespace", "the namespace (default: the session's current one)", "NULL")),
                 LISTED, args -> show(args.isNullAt(0) ? SparkSession.active().catalog().currentDatabase()
                         : args.getUTF8String(0).toString()));
+    }
+
+    /** The type of the map parameters: WITH options, a partition's values. */
+    private static final MapType OPTIONS = DataTypes.createMapType(DataTypes.StringType, DataTypes.StringType);
+
+    /** A map parameter as an ordered map (null values as the text "null"); empty when NULL. */
+    private static Map<String, String> pairs(InternalRow args, int i) {
+        return PythonSourceBridge.stringMap(args, i);
     }
 
     private static ObjectNode action(String action) {
@@ -257,6 +287,7 @@ final class StreamcatMaterialized {
         }
         body.put("freshness", freshness);
         body.put("refreshMode", text(args, 3) == null ? "auto" : text(args, 3).trim().toLowerCase());
+        partitioned(table, body, text(args, 8), pairs(args, 9));
         ArrayNode key = CatalogRestClient.array();
         if (text(args, 4) != null) {
             for (String column : text(args, 4).split(",")) {
@@ -265,13 +296,82 @@ final class StreamcatMaterialized {
                 }
             }
         }
+        // A table refreshed in full only (REFRESH_MODE = FULL) never steps: it stays an ordinary table, whose
+        // reads need no merge.
+        IncrementalRefresh.Layout layout = "full".equals(body.path("refreshMode").asText()) ? null
+                : layout(query, body.path("sources"), key);
+        if (layout != null && key.isEmpty()) {
+            layout.key().forEach(key::add);
+        }
         body.set("primaryKey", key);
         JsonNode created = call("POST", CatalogRestClient.materializedTablesPath(table[0]), body);
+        if (layout != null) {
+            storeAs(table, layout);
+        }
         if (args.isNullAt(5) || args.getBoolean(5)) {
             refresh(table, null, DEFAULT_LEASE_SECONDS * 1000, false);
             created = client.get(path(table));
         }
         return new InternalRow[] {stateRow(table, created)};
+    }
+
+    /**
+     * How the table of a grouped aggregate is stored so that its steps write only the changed groups
+     * ({@link IncrementalRefresh#layout}), or null: not such a query, or a primary key other than its groups.
+     */
+    private IncrementalRefresh.Layout layout(String query, JsonNode sources, ArrayNode key) {
+        List<String> names = new ArrayList<>();
+        for (JsonNode s : sources) {
+            names.add(s.path("scopeName").asText() + "." + s.path("tableName").asText());
+        }
+        IncrementalRefresh.Layout layout = IncrementalRefresh.layout(
+                IncrementalRefresh.analyze(SparkSession.active(), catalog, query, names));
+        if (layout == null || key.isEmpty()) {
+            return layout;
+        }
+        List<String> declared = new ArrayList<>();
+        key.forEach(k -> declared.add(k.asText()));
+        return layout.keyedBy(declared) ? layout : null;
+    }
+
+    /**
+     * A table stored keyed by its query's groups with the aggregation engine (IncrementalRefresh.Layout) adds
+     * up the rows written per key: a new query must give one row per key (group by the same columns) and keep
+     * the column that counts a group's rows.
+     */
+    private void keepsGroups(String[] table, String query, StructType next) {
+        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        JsonNode properties = described.path("properties");
+        if (!"aggregation".equals(properties.path(IncrementalRefresh.MERGE_ENGINE).asText())) {
+            return;
+        }
+        List<String> key = StreamcatCatalog.primaryKeyOf(described);
+        List<String> groups = IncrementalRefresh.groupColumns(SparkSession.active(), query);
+        String name = table[0] + "." + table[1];
+        if (groups == null || !new IncrementalRefresh.Layout(groups, Map.of()).keyedBy(key)) {
+            throw Refusal.invalid(name + " is stored keyed by its query's groups (" + String.join(", ", key)
+                    + ") and adds up the rows written per key: a new query must GROUP BY the same columns "
+                    + "(drop the table and create it again for another grouping)");
+        }
+        String counted = properties.path(IncrementalRefresh.ROW_COUNT_FIELD).asText("");
+        if (!counted.isEmpty() && java.util.Arrays.stream(next.fieldNames()).noneMatch(counted::equalsIgnoreCase)) {
+            throw Refusal.invalid(name + " counts each group's rows in column " + counted
+                    + ": a new query must keep it");
+        }
+    }
+
+    /** Gives a new table the aggregation layout before its first refresh; a refusal drops the table again. */
+    private void storeAs(String[] table, IncrementalRefresh.Layout layout) {
+        ObjectNode body = CatalogRestClient.object();
+        body.set("changes", TableChanges.toJson(layout.properties().entrySet().stream()
+                .map(e -> org.apache.spark.sql.connector.catalog.TableChange.setProperty(e.getKey(), e.getValue()))
+                .toArray(org.apache.spark.sql.connector.catalog.TableChange[]::new)));
+        try {
+            client.call("PATCH", CatalogRestClient.tablePath(table[0], table[1]), body);
+        } catch (RuntimeException e) {
+            SparkSession.active().sql("DROP TABLE " + quoted(catalog, table[0], table[1]));
+            throw e;
+        }
     }
 
     private InternalRow[] alter(String[] table, InternalRow args) {
@@ -284,12 +384,51 @@ final class StreamcatMaterialized {
         }
         if (text(args, 3) != null) {
             ObjectNode query = analyze(text(args, 3));
+            keepsGroups(table, text(args, 3), (StructType) DataType.fromJson(query.path("schema").toString()));
             if (!args.isNullAt(4) && args.getBoolean(4)) {
                 keepsColumns(table, (StructType) DataType.fromJson(query.path("schema").toString()));
             }
             body.set("query", query);
         }
         return new InternalRow[] {stateRow(table, call("PATCH", path(table), body))};
+    }
+
+    /**
+     * Adds PARTITIONED BY and WITH to a creation's body. The server judges which options a table takes; what
+     * only Java can judge is judged here: a date formatter is a Java date pattern, and its column a string.
+     */
+    private static void partitioned(String[] table, ObjectNode body, String partitionedBy, Map<String, String> options) {
+        ArrayNode columns = CatalogRestClient.array();
+        if (partitionedBy != null) {
+            for (String column : partitionedBy.split(",")) {
+                if (!column.isBlank()) {
+                    columns.add(column.trim());
+                }
+            }
+        }
+        body.set("partitionedBy", columns);
+        body.set("options", CatalogRestClient.JSON.valueToTree(options));
+        StructType schema = (StructType) DataType.fromJson(body.path("schema").toString());
+        for (Map.Entry<String, String> option : options.entrySet()) {
+            java.util.regex.Matcher formatter = DATE_FORMATTER.matcher(option.getKey());
+            if (!formatter.matches()) {
+                continue;
+            }
+            String column = formatter.group(1);
+            String name = table[0] + "." + table[1];
+            try {
+                java.time.format.DateTimeFormatter.ofPattern(option.getValue());
+            } catch (IllegalArgumentException e) {
+                throw Refusal.invalid("option '" + option.getKey() + "' of " + name + " is not a Java date pattern: "
+                        + e.getMessage());
+            }
+            for (var field : schema.fields()) {
+                if (field.name().equals(column) && !field.dataType().sameType(DataTypes.StringType)) {
+                    throw Refusal.invalid("option '" + option.getKey() + "' of " + name + ": column " + column
+                            + " holds the formatted time, so it must be a STRING, not " + field.dataType().sql());
+                }
+            }
+        }
     }
 
     /** The materialized table's state, or null when there is none of that name (a plain table is refused). */
@@ -406,17 +545,29 @@ final class StreamcatMaterialized {
     }
 
     Outcome refresh(String[] table, String holderOrNull, long leaseMs, boolean force) {
+        return refresh(table, holderOrNull, leaseMs, force, Scheduled.NONE);
+    }
+
+    Outcome refresh(String[] table, String holderOrNull, long leaseMs, boolean force, Scheduled scheduled) {
         String holder = holderOrNull != null ? holderOrNull : "spark-" + UUID.randomUUID();
+        // A partition or time the caller names is judged before the lease is taken: one that cannot be named is
+        // the caller's error, not a failed refresh.
+        boolean named = !scheduled.partition().isEmpty() || scheduled.at() != null;
+        Partial partial = named ? partial(table, client.get(path(table)), scheduled, force) : null;
         long started = System.currentTimeMillis();
         JsonNode mt = lease(table, holder, leaseMs);
+        if (partial == null) {
+            partial = partial(table, mt, scheduled, force);
+        }
         Map<String, Long> cuts = new LinkedHashMap<>();
         for (JsonNode source : mt.path("sources")) {
             cuts.put(source.path("scopeName").asText() + "." + source.path("tableName").asText(),
                     source.path("latestCut").asLong());
         }
-        // The server decides whether a refresh would change the content (MaterializedTable.behind).
-        if (!mt.path("behind").asBoolean() && !force) {
-            report(table, CatalogRestClient.object().put("holder", holder).put("outcome", "unchanged"));
+        // The server decides whether a refresh would change the content (MaterializedTable.behind); a partition's
+        // is recomputed anyway (the scheduled time's may be a new partition).
+        if (!mt.path("behind").asBoolean() && !force && partial.values().isEmpty()) {
+            report(table, partial.report(CatalogRestClient.object().put("holder", holder).put("outcome", "unchanged")));
             return new Outcome("unchanged", mt.path("refreshCommit").asLong(), null, 0, null);
         }
         String cutsJson = CatalogRestClient.JSON.valueToTree(cuts).toString();
@@ -426,7 +577,8 @@ final class StreamcatMaterialized {
             JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
             long base = described.path("stream").path("lastCommit").asLong();
             StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
-            String method = write(table, mt, cuts, holder, cutsJson, base, schema, force);
+            String method = partial.values().isEmpty() ? write(table, mt, cuts, holder, cutsJson, base, schema, force)
+                    : writePartition(table, mt, cuts, holder, cutsJson, base, partial);
             heartbeat.check();
             Long commit = null;
             String commits = CatalogRestClient.streamPath(table[0], table[1]) + "/commits?after=" + base + "&limit=100";
@@ -435,16 +587,27 @@ final class StreamcatMaterialized {
                     commit = c.path("number").asLong();
                 }
             }
+            if (commit == null && !partial.values().isEmpty()) {
+                // the partition was empty and stays empty: nothing to commit
+                heartbeat.stop();
+                report(table, partial.report(CatalogRestClient.object().put("holder", holder)
+                        .put("outcome", "unchanged")));
+                return new Outcome("unchanged", mt.path("refreshCommit").asLong(), cutsJson,
+                        System.currentTimeMillis() - started, method);
+            }
             if (commit == null) {
                 throw new IllegalStateException("the refresh of " + table[0] + "." + table[1]
                         + " wrote no commit of its own");
+            }
+            if (method.endsWith(IncrementalRefresh.DELTAS)) {
+                compactIfDue(table, commit);
             }
             long duration = System.currentTimeMillis() - started;
             ObjectNode body = CatalogRestClient.object().put("holder", holder).put("outcome", "succeeded")
                     .put("commit", commit).put("durationMs", duration);
             body.set("cuts", CatalogRestClient.JSON.valueToTree(cuts));
             heartbeat.stop();
-            report(table, body);
+            report(table, partial.report(body));
             return new Outcome("succeeded", commit, cutsJson, duration, method);
         } catch (Throwable e) {
             // Throwable: Spark's AnalysisException (a source's column dropped) is a checked exception that
@@ -461,6 +624,200 @@ final class StreamcatMaterialized {
                 throw error;
             }
             throw failed(table, e);
+        }
+    }
+
+    /** What the caller of a refresh names: a partition to recompute (a backfill), or a scheduled time. */
+    record Scheduled(Map<String, String> partition, String at) {
+        static final Scheduled NONE = new Scheduled(Map.of(), null);
+    }
+
+    /**
+     * What a refresh recomputes: the partition of {@code values} (partition column to its value; empty: the
+     * whole table), and the scheduled time it runs for, recorded on the server ({@code tick}; null: none, as
+     * for a backfill or a continuous table).
+     */
+    record Partial(Map<String, Object> values, Long tick) {
+        ObjectNode report(ObjectNode body) {
+            return tick == null ? body : body.put("scheduledAt", tick);
+        }
+
+        String describe() {
+            List<String> parts = new ArrayList<>();
+            values.forEach((column, value) -> parts.add(column + " = '" + value + "'"));
+            return "(" + String.join(", ", parts) + ")";
+        }
+    }
+
+    /**
+     * What a refresh of {@code mt} recomputes. A named partition is a backfill of a full-mode partitioned table.
+     * Otherwise a full-mode table runs for the scheduled time at or before now (a multiple of its freshness,
+     * {@code at} when given), and with a {@code partition.fields.<col>.date-formatter} option, unless forced,
+     * recomputes the partition whose column holds that time formatted in UTC. Refusals name the table and why.
+     */
+    private Partial partial(String[] table, JsonNode mt, Scheduled scheduled, boolean force) {
+        String name = table[0] + "." + table[1];
+        boolean full = "full".equals(mt.path("effectiveRefreshMode").asText());
+        if (!scheduled.partition().isEmpty()) {
+            if (scheduled.at() != null || force) {
+                throw Refusal.invalid("REFRESH PARTITION of " + name + " recomputes the partition it names: "
+                        + (force ? "force => true" : "at =>") + " does not go with it");
+            }
+            Map<String, DataType> columns = partitionColumns(table);
+            if (columns.isEmpty()) {
+                throw Refusal.invalid("REFRESH PARTITION: materialized table " + name + " is not partitioned; "
+                        + "use ALTER MATERIALIZED TABLE ... REFRESH");
+            }
+            if (!full) {
+                throw Refusal.invalid("REFRESH PARTITION: materialized table " + name + " is refreshed "
+                        + "continuously, so every partition follows its sources; use ALTER MATERIALIZED TABLE ... "
+                        + "REFRESH to recompute it all");
+            }
+            Map<String, Object> values = new LinkedHashMap<>();
+            scheduled.partition().forEach((written, text) -> {
+                // Spark's names are case-insensitive: the column as the table spells it
+                String column = columns.keySet().stream().filter(written::equalsIgnoreCase).findFirst()
+                        .orElseThrow(() -> Refusal.invalid("REFRESH PARTITION of " + name + ": " + written + " is not "
+                                + "a partition column (its partition columns: " + String.join(", ", columns.keySet())
+                                + ")"));
+                values.put(column, typed(name, column, text, columns.get(column)));
+            });
+            return new Partial(values, null);
+        }
+        java.util.regex.Matcher formatter = null;
+        String pattern = null;
+        for (var option : mt.path("options").properties()) {
+            java.util.regex.Matcher found = DATE_FORMATTER.matcher(option.getKey());
+            if (found.matches()) {
+                formatter = found;
+                pattern = option.getValue().asText();
+            }
+        }
+        if (scheduled.at() != null && (!full || formatter == null)) {
+            throw Refusal.invalid("at => of " + name + ": only a full-mode table with a 'partition.fields.<column>."
+                    + "date-formatter' option refreshes the partition of a scheduled time");
+        }
+        if (!full) {
+            return new Partial(Map.of(), null);
+        }
+        long freshness = Math.max(1, mt.path("freshnessMs").asLong());
+        long at = scheduled.at() == null ? System.currentTimeMillis() : instant(name, scheduled.at());
+        long tick = at - Math.floorMod(at, freshness);
+        if (formatter == null || force || mt.path("refreshCommit").asLong() == 0) {
+            return new Partial(Map.of(), tick);  // the whole table (a table never refreshed is computed whole)
+        }
+        String value = java.time.format.DateTimeFormatter.ofPattern(pattern).withZone(java.time.ZoneOffset.UTC)
+                .format(java.time.Instant.ofEpochMilli(scheduled.at() == null ? tick : at));
+        return new Partial(Map.of(formatter.group(1), value), tick);
+    }
+
+    private static long instant(String name, String text) {
+        try {
+            return java.time.Instant.parse(text.trim()).toEpochMilli();
+        } catch (java.time.format.DateTimeParseException e) {
+            throw Refusal.invalid("at => of " + name + ": '" + text + "' is not an ISO-8601 time such as "
+                    + "'2026-11-01T00:00:00Z'");
+        }
+    }
+
+    /** The table's identity partition columns and their types, in the order of its partition spec. */
+    private Map<String, DataType> partitionColumns(String[] table) {
+        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
+        Map<String, DataType> columns = new LinkedHashMap<>();
+        for (JsonNode field : described.path("partitionSpec").path("fields")) {
+            String source = field.path("source").asText();
+            if ("identity".equals(field.path("transform").asText()) && schema.getFieldIndex(source).isDefined()) {
+                columns.put(source, schema.apply(source).dataType());
+            }
+        }
+        return columns;
+    }
+
+    /** A partition value as written ('2026-11-01', 7, 'true') as a value of its column's type, as Spark's filters hold them. */
+    private static Object typed(String name, String column, String text, DataType type) {
+        String v = text.trim();
+        try {
+            if (type.sameType(DataTypes.StringType)) {
+                return text;
+            } else if (type.sameType(DataTypes.IntegerType)) {
+                return Integer.valueOf(v);
+            } else if (type.sameType(DataTypes.LongType)) {
+                return Long.valueOf(v);
+            } else if (type.sameType(DataTypes.ShortType)) {
+                return Short.valueOf(v);
+            } else if (type.sameType(DataTypes.ByteType)) {
+                return Byte.valueOf(v);
+            } else if (type.sameType(DataTypes.BooleanType) && (v.equalsIgnoreCase("true") || v.equalsIgnoreCase("false"))) {
+                return Boolean.valueOf(v);
+            } else if (type.sameType(DataTypes.DateType)) {
+                return java.time.LocalDate.parse(v);
+            } else if (type.sameType(DataTypes.TimestampNTZType)) {
+                return java.time.LocalDateTime.parse(v.replace(' ', 'T'));
+            } else if (type.sameType(DataTypes.TimestampType)) {
+                return java.time.Instant.parse(v);
+            }
+        } catch (RuntimeException e) {
+            // refused below
+        }
+        throw Refusal.invalid("REFRESH PARTITION of " + name + ": '" + text + "' is not a " + type.sql()
+                + " value, the type of partition column " + column);
+    }
+
+    /**
+     * Recomputes one partition: the query's rows in it, with every source pinned at its cut, replace the
+     * partition's chunks in ONE commit (a row-level commit removing exactly those chunks, read at {@code base}
+     * and fenced on it); the other partitions' chunks are not touched. Answers how it was made.
+     */
+    private String writePartition(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
+                                  long base, Partial partial) {
+        SparkSession spark = SparkSession.active();
+        String catalogBefore = spark.catalog().currentCatalog();
+        String namespaceBefore = spark.catalog().currentDatabase();
+        try {
+            String defined = mt.path("currentCatalog").asText("");
+            if (!defined.isEmpty()) {
+                spark.catalog().setCurrentCatalog(defined);
+                JsonNode ns = mt.path("currentNamespace");
+                if (ns.size() == 1) {
+                    spark.catalog().setCurrentDatabase(ns.get(0).asText());
+                }
+            }
+            org.apache.spark.sql.Column in = functions.lit(true);
+            ArrayNode filters = CatalogRestClient.array();
+            for (Map.Entry<String, Object> value : partial.values().entrySet()) {
+                in = in.and(functions.col(quoted(value.getKey())).eqNullSafe(functions.lit(value.getValue())));
+                filters.add(FilterJson.toJson(new org.apache.spark.sql.sources.EqualTo(value.getKey(), value.getValue()))
+                        .orElseThrow(() -> new IllegalStateException("partition column " + value.getKey()
+                                + " cannot be planned on")));
+            }
+            Map<String, Long> pins = new HashMap<>();
+            cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
+            PINS.set(pins);
+            Dataset<Row> rows = spark.sql(mt.path("queryText").asText()).where(in);
+            ObjectNode plan = CatalogRestClient.object().put("cut", base);
+            plan.set("filters", filters);
+            ArrayNode replaced = CatalogRestClient.array();
+            String chunks = CatalogRestClient.streamPath(table[0], table[1]) + "/chunks/plan";
+            for (JsonNode chunk : client.call("POST", chunks, plan).path("chunks")) {
+                if (!chunk.path("partition").isObject()) {  // it may hold rows of other partitions too
+                    throw new IllegalStateException("chunk " + chunk.path("path").asText() + " has no partition: "
+                            + "recompute the whole table (ALTER MATERIALIZED TABLE ... REFRESH)");
+                }
+                replaced.add(chunk.path("path").asText());
+            }
+            String method = "full: partition " + partial.describe();
+            rows.writeTo(quoted(catalog, table[0], table[1])).option(HOLDER_OPTION, holder)
+                    .option(CUTS_OPTION, cutsJson).option(METHOD_OPTION, method)
+                    .option(OptionKeys.EXPECTED_LAST_COMMIT, Long.toString(base))
+                    .option(OptionKeys.REPLACES, replaced.toString()).append();
+            return method;
+        } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
+            throw new IllegalStateException("materialized table " + table[0] + "." + table[1] + " is gone", e);
+        } finally {
+            PINS.remove();
+            spark.catalog().setCurrentCatalog(catalogBefore);
+            spark.catalog().setCurrentDatabase(namespaceBefore);
         }
     }
 
@@ -536,9 +893,11 @@ final class StreamcatMaterialized {
                     if (from < source.path("stream").path("retainedFrom").asLong(0)) {
                         method = "full: the change feed of " + plan.source() + " from cut " + from + " is expired";
                     } else {
+                        boolean deltas = storesDeltas(table, plan);
                         step = IncrementalRefresh.step(spark, plan, quoted(catalog, parts[0], parts[1]), from, to,
-                                target, base, schema, onlyAdds(source, parts, from, to));
-                        method = step.fallback() == null ? "incremental: " + plan.kind() : "full: " + step.fallback();
+                                target, base, schema, onlyAdds(source, parts, from, to), deltas);
+                        method = step.fallback() != null ? "full: " + step.fallback() : "incremental: " + plan.kind()
+                                + (deltas && step.append() ? IncrementalRefresh.DELTAS : "");
                     }
                 }
             }
@@ -550,6 +909,12 @@ final class StreamcatMaterialized {
                 cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
                 PINS.set(pins);
                 result = spark.sql(query);
+            }
+            if (REHEARSAL.get() != null) {  // a dry run (rehearse): the step's job runs, and writes nothing
+                if (step != null && step.fallback() == null) {
+                    rehearseWrite(spark, result);
+                }
+                return method;
             }
             var writer = result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
                     .option(PLAN_OPTION, plan.describe()).option(METHOD_OPTION, method)
@@ -567,6 +932,95 @@ final class StreamcatMaterialized {
             spark.catalog().setCurrentCatalog(catalogBefore);
             spark.catalog().setCurrentDatabase(namespaceBefore);
         }
+    }
+
+    /** Set on the thread of a dry run ({@link #rehearse}): {@link #write} runs the step's job and writes nothing. */
+    private static final ThreadLocal<Boolean> REHEARSAL = new ThreadLocal<>();
+    /** How many of a source's last consumed commits a dry run picks its one commit from. */
+    private static final int REHEARSAL_WINDOW = 10;
+
+    /**
+     * A dry run of a table's next step ({@code refresh_materialized_table(dry_run => true)}): the very
+     * {@link #write} of a refresh (the plan, remembered per session; the change feed; the step's Spark job), over
+     * ONE commit the table already reflects (the one of fewest rows among its source's last consumed commits),
+     * with the step's result written where nothing reads it ({@link #rehearseWrite}): no lease, no commit, no
+     * report, the table as it was. The refresher runs it before a table's first step, so that the first real step finds the query
+     * analyzed and the step's classes loaded and compiled. A table whose refresh is full (full mode, a query
+     * continuous mode cannot follow, never refreshed) only has its query analyzed: a full job costs a refresh.
+     */
+    Outcome rehearse(String[] table) {
+        long started = System.currentTimeMillis();
+        ObjectNode mt = client.get(path(table)).deepCopy();
+        Map<String, Long> cuts = new LinkedHashMap<>();
+        for (JsonNode source : mt.path("sources")) {
+            String key = source.path("scopeName").asText() + "." + source.path("tableName").asText();
+            JsonNode consumed = source.path("consumedCut");
+            long commit = consumed.canConvertToLong() ? smallCommit(key, consumed.asLong()) : 0;
+            cuts.put(key, commit > 0 ? commit : source.path("latestCut").asLong());
+            if (commit > 0) {
+                ((ObjectNode) source).put("consumedCut", commit - 1);
+            } else {
+                ((ObjectNode) source).putNull("consumedCut");  // no commit to step over: analyzed only
+            }
+        }
+        String cutsJson = CatalogRestClient.JSON.valueToTree(cuts).toString();
+        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        long base = described.path("stream").path("lastCommit").asLong();
+        StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
+        REHEARSAL.set(Boolean.TRUE);
+        try {
+            String method = write(table, mt, cuts, "dry-run", cutsJson, base, schema, false);
+            return new Outcome("dry run", null, cutsJson, System.currentTimeMillis() - started, method);
+        } catch (Exception e) {  // Spark's AnalysisException is checked, thrown undeclared
+            throw failed(table, e);
+        } finally {
+            REHEARSAL.remove();
+        }
+    }
+
+    /**
+     * A dry run's write: on a local master, Spark's Parquet writer (the table's native write's, with the session's
+     * codec) into a temporary directory deleted at once; on a cluster (no directory all executors share), Spark's
+     * noop sink.
+     */
+    private static void rehearseWrite(SparkSession spark, Dataset<Row> result) {
+        if (!spark.sparkContext().isLocal()) {
+            result.write().format("noop").mode("overwrite").save();
+            return;
+        }
+        java.nio.file.Path dir;
+        try {
+            dir = java.nio.file.Files.createTempDirectory("streamcat-dry-run-");
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        try {
+            result.write().mode("overwrite").parquet(dir.toUri().toString());
+        } finally {
+            try (var paths = java.nio.file.Files.walk(dir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (java.io.IOException e) {
+                // left in the system's temporary directory, which is cleaned up anyway
+            }
+        }
+    }
+
+    /** Of a source's last consumed commits (to {@code consumed}), the latest of fewest rows, no compaction; or 0. */
+    private long smallCommit(String source, long consumed) {
+        String[] parts = source.split("\\.", 2);
+        long chosen = 0;
+        long fewest = Long.MAX_VALUE;
+        String commits = CatalogRestClient.streamPath(parts[0], parts[1]) + "/commits?after="
+                + Math.max(0, consumed - REHEARSAL_WINDOW) + "&limit=" + REHEARSAL_WINDOW;
+        for (JsonNode c : client.get(commits).path("commits")) {
+            long number = c.path("number").asLong();
+            if (number <= consumed && !"compaction".equals(c.path("kind").asText())
+                    && c.path("eventCount").asLong() <= fewest) {
+                fewest = c.path("eventCount").asLong();
+                chosen = number;
+            }
+        }
+        return chosen;
     }
 
     /** Incremental plans made on each session, by what they depend on (see {@link #plan}). */
@@ -604,6 +1058,64 @@ final class StreamcatMaterialized {
             }
         }
         return plan;
+    }
+
+    /** Whether the table is stored as the plan's steps write only changed groups (IncrementalRefresh.Layout). */
+    private boolean storesDeltas(String[] table, IncrementalRefresh.Plan plan) {
+        IncrementalRefresh.Layout layout = IncrementalRefresh.layout(plan);
+        if (layout == null) {
+            return false;
+        }
+        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
+        return layout.storedBy(described.path("properties"), StreamcatCatalog.primaryKeyOf(described));
+    }
+
+    /** Table properties bounding a deltas table's uncompacted rows: a fraction of its base's rows, a number. */
+    static final String DELTA_RATIO_PROPERTY = "compaction.delta-rows-ratio";
+    static final String DELTA_MIN_PROPERTY = "compaction.delta-rows-min";
+    static final double DEFAULT_DELTA_RATIO = 0.1;
+    static final double DEFAULT_DELTA_MIN = 100_000;
+
+    /**
+     * Compacts a table whose steps write changed groups' deltas once the rows of the commits after its base
+     * (its oldest visible chunks: the last compaction's output or full refresh) exceed both {@code
+     * compaction.delta-rows-ratio} (default 0.1) of the base's rows and {@code compaction.delta-rows-min}
+     * (default 100,000): a read merges every visible row, so this bounds what deltas add to it, and a small
+     * table is not compacted after every step (docs/materialized-tables.md, "What a step costs"). Runs while
+     * the lease is held, so that no step of another refresher races the compaction's commit.
+     */
+    private void compactIfDue(String[] table, long commit) {
+        JsonNode properties = client.get(CatalogRestClient.tablePath(table[0], table[1])).path("properties");
+        double ratio = number(properties, DELTA_RATIO_PROPERTY, DEFAULT_DELTA_RATIO);
+        double least = number(properties, DELTA_MIN_PROPERTY, DEFAULT_DELTA_MIN);
+        JsonNode chunks = client.get(CatalogRestClient.streamPath(table[0], table[1]) + "/chunks?streamCut=" + commit)
+                .path("chunks");
+        long first = Long.MAX_VALUE;
+        for (JsonNode c : chunks) {
+            first = Math.min(first, c.path("sequence").asLong(c.path("commit").asLong()));
+        }
+        long baseRows = 0;
+        long deltaRows = 0;
+        for (JsonNode c : chunks) {
+            if (c.path("sequence").asLong(c.path("commit").asLong()) == first) {
+                baseRows += c.path("eventCount").asLong();
+            } else {
+                deltaRows += c.path("eventCount").asLong();
+            }
+        }
+        if (deltaRows > Math.max(ratio * baseRows, least)) {
+            SparkSession.active().sql("CALL " + quoted(catalog) + ".system.compact(table => :table)",
+                    Map.<String, Object>of("table", table[0] + "." + table[1])).collect();
+        }
+    }
+
+    /** A table property's number, or {@code fallback} when it is not set or not a number. */
+    private static double number(JsonNode properties, String name, double fallback) {
+        try {
+            return Double.parseDouble(properties.path(name).asText("").strip());
+        } catch (NumberFormatException e) {
+            return fallback;
+        }
     }
 
     /** Whether the commits of a source in (from, to] only add rows: appends to an append table. */
@@ -714,6 +1226,11 @@ final class StreamcatMaterialized {
         out.put("materialized.last_refresh_method", mt.path("lastRefreshMethod").asText("null"));
         out.put("materialized.lag", mt.path("lagMs").asLong() / 1000.0 + " seconds");
         out.put("materialized.stale", mt.path("stale").asText());
+        // the server's MaterializedTable.next_refresh_at: full mode at multiples of the freshness since the epoch
+        out.put("materialized.next_refresh_at", isoTime(mt.path("nextRefreshAt")));
+        if (!mt.path("options").isEmpty()) {
+            out.put("materialized.options", mt.path("options").toString());
+        }
         if (!mt.path("lastError").isNull()) {
             out.put("materialized.last_error", mt.path("lastError").asText());
             out.put("materialized.last_error_at", isoTime(mt.path("lastErrorAt")));
