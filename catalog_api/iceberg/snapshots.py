@@ -243,6 +243,7 @@ def history(facts: StreamFacts, keyed: bool, versions: Mapping[int, int] | None 
     shown: list[tuple[int, int, str, int | None, dict[str, str], int | None]] = []
     previous_cut: int | None = None
     written_with: int | None = None
+    known = versions or {}
     last_updated = 0
     for commit in facts.commits:
         n = commit.number
@@ -250,7 +251,7 @@ def history(facts: StreamFacts, keyed: bool, versions: Mapping[int, int] | None 
         for c in removed.get(n, ()):
             live.remove(c)
         now = added.get(n, [])
-        written = [versions[e] for c in now if c.kind != DELETES for e in c.encoding_ids if e in (versions or {})]
+        written = [known[e] for c in now if c.kind != DELETES for e in c.encoding_ids if e in known]
         written_with = max(written, default=written_with)
         for c in now:
             if c.kind == DELETES and not keyed:

@@ -1104,10 +1104,20 @@ final class StreamcatMaterialized {
             }
         }
         if (deltaRows > Math.max(ratio * baseRows, least)) {
-            SparkSession.active().sql("CALL " + quoted(catalog) + ".system.compact(table => :table)",
-                    Map.<String, Object>of("table", table[0] + "." + table[1])).collect();
+            try {
+                SparkSession.active().sql("CALL " + quoted(catalog) + ".system.compact(table => :table)",
+                        Map.<String, Object>of("table", table[0] + "." + table[1])).collect();
+            } catch (Exception e) {
+                // Exception: Spark's checked exceptions come undeclared. The step is committed and stays a
+                // success; the deltas are still past the bound, so the next step compacts again.
+                LOG.warn("Streamcat: the compaction of materialized table {}.{} after its step failed: {}",
+                        table[0], table[1], firstLine(e));
+            }
         }
     }
+
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(
+            StreamcatMaterialized.class);
 
     /** A table property's number, or {@code fallback} when it is not set or not a number. */
     private static double number(JsonNode properties, String name, double fallback) {
