@@ -84,6 +84,17 @@ def _stream(row: StreamRow, scope: str) -> Stream:
     )
 
 
+def _by_writer(session: Session, stream: StreamRow, writer_id: str, writer_sequence: int) -> CommitRow | None:
+    """The commit of ``stream`` that a writer made with this sequence number, if any (at most one: unique)."""
+    return session.scalars(
+        select(CommitRow).where(
+            CommitRow.stream_id == stream.id,
+            CommitRow.writer_id == writer_id,
+            CommitRow.writer_sequence == writer_sequence,
+        )
+    ).one_or_none()
+
+
 def _commit(row: CommitRow, chunk_count: int, duplicate: bool = False) -> Commit:
     return Commit(
         number=row.number,
@@ -537,13 +548,7 @@ class SqlCatalogStore(CatalogStore):
         writer_id, writer_sequence = options.writer_id, options.writer_sequence
         if writer_id is None or writer_sequence is None:
             return None
-        seen = session.scalars(
-            select(CommitRow).where(
-                CommitRow.stream_id == row.id,
-                CommitRow.writer_id == writer_id,
-                CommitRow.writer_sequence == writer_sequence,
-            )
-        ).one_or_none()
+        seen = _by_writer(session, row, writer_id, writer_sequence)
         if seen is None:
             return None
         count = session.scalar(select(func.count()).where(ChunkRow.commit_id == seen.id)) or 0
@@ -630,13 +635,7 @@ class SqlCatalogStore(CatalogStore):
     def find_commit(self, scope: str, stream: str, writer_id: str, writer_sequence: int) -> WriterCommit | None:
         with self._read() as session:
             row = self._stream_row(session, scope, stream)
-            found = session.scalars(
-                select(CommitRow).where(
-                    CommitRow.stream_id == row.id,
-                    CommitRow.writer_id == writer_id,
-                    CommitRow.writer_sequence == writer_sequence,
-                )
-            ).one_or_none()
+            found = _by_writer(session, row, writer_id, writer_sequence)
             if found is None:
                 return None
             query = select(ChunkRow.path).where(ChunkRow.commit_id == found.id).order_by(ChunkRow.id)

@@ -772,17 +772,7 @@ final class StreamcatMaterialized {
     private String writePartition(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
                                   long base, Partial partial) {
         SparkSession spark = SparkSession.active();
-        String catalogBefore = spark.catalog().currentCatalog();
-        String namespaceBefore = spark.catalog().currentDatabase();
-        try {
-            String defined = mt.path("currentCatalog").asText("");
-            if (!defined.isEmpty()) {
-                spark.catalog().setCurrentCatalog(defined);
-                JsonNode ns = mt.path("currentNamespace");
-                if (ns.size() == 1) {
-                    spark.catalog().setCurrentDatabase(ns.get(0).asText());
-                }
-            }
+        try (DefiningScope ignored = new DefiningScope(spark, mt)) {
             org.apache.spark.sql.Column in = functions.lit(true);
             ArrayNode filters = CatalogRestClient.array();
             for (Map.Entry<String, Object> value : partial.values().entrySet()) {
@@ -816,6 +806,34 @@ final class StreamcatMaterialized {
             throw new IllegalStateException("materialized table " + table[0] + "." + table[1] + " is gone", e);
         } finally {
             PINS.remove();
+        }
+    }
+
+    /**
+     * The session's current catalog and namespace switched, until closed, to those the materialized table's
+     * query was defined in (recorded at CREATE), so its unqualified names resolve as they did then.
+     */
+    private static final class DefiningScope implements AutoCloseable {
+        private final SparkSession spark;
+        private final String catalogBefore;
+        private final String namespaceBefore;
+
+        DefiningScope(SparkSession spark, JsonNode mt) {
+            this.spark = spark;
+            this.catalogBefore = spark.catalog().currentCatalog();
+            this.namespaceBefore = spark.catalog().currentDatabase();
+            String defined = mt.path("currentCatalog").asText("");
+            if (!defined.isEmpty()) {
+                spark.catalog().setCurrentCatalog(defined);
+                JsonNode ns = mt.path("currentNamespace");
+                if (ns.size() == 1) {
+                    spark.catalog().setCurrentDatabase(ns.get(0).asText());
+                }
+            }
+        }
+
+        @Override
+        public void close() {
             spark.catalog().setCurrentCatalog(catalogBefore);
             spark.catalog().setCurrentDatabase(namespaceBefore);
         }
@@ -857,19 +875,9 @@ final class StreamcatMaterialized {
     private String write(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
                          long base, StructType schema, boolean force) {
         SparkSession spark = SparkSession.active();
-        String catalogBefore = spark.catalog().currentCatalog();
-        String namespaceBefore = spark.catalog().currentDatabase();
         String target = quoted(catalog, table[0], table[1]);
         IncrementalRefresh.Step step = null;
-        try {
-            String defined = mt.path("currentCatalog").asText("");
-            if (!defined.isEmpty()) {
-                spark.catalog().setCurrentCatalog(defined);
-                JsonNode ns = mt.path("currentNamespace");
-                if (ns.size() == 1) {
-                    spark.catalog().setCurrentDatabase(ns.get(0).asText());
-                }
-            }
+        try (DefiningScope ignored = new DefiningScope(spark, mt)) {
             String query = mt.path("queryText").asText();
             // The one source a query maintained incrementally reads, described (its schema keys the plan).
             String[] only = cuts.size() == 1 ? cuts.keySet().iterator().next().split("\\.", 2) : null;
@@ -929,8 +937,6 @@ final class StreamcatMaterialized {
             throw new IllegalStateException("materialized table " + table[0] + "." + table[1] + " is gone", e);
         } finally {
             PINS.remove();
-            spark.catalog().setCurrentCatalog(catalogBefore);
-            spark.catalog().setCurrentDatabase(namespaceBefore);
         }
     }
 
