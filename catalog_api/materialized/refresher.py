@@ -205,19 +205,22 @@ class Refresher:
         and compiles what the step runs (the catalog and its procedures, the query's analysis, which the session
         keeps, the change feed's read, the step's job and write, Python workers when that path uses them) and
         costs what a cold step costs; the next ones, at a warm step's price, let the JIT compile the rest. A
-        table that is due now is left to its step, which does the same at once (a dry run would only delay it)."""
+        table that is due now, or becomes due between dry runs, is left to its step, which does the same at once
+        (a dry run would only delay it)."""
         attempts = []
         now = int(time.time() * 1000)
         for table in self.tables() if tables is None else tables:
             key = warm_key(table)
             when, _ = next_refresh(table, now, self.holder)
-            if key is None or key in self.warmed or (when is not None and when <= now):
+            if key is None or key in self.warmed or (when is not None and when <= now) or self.due(table):
                 continue
             label = f"{table['scopeName']}.{table['tableName']}"
             self.warmed.add(key)
             try:
-                runs = [self.dry_run(label), self.dry_run(label)]
-                while len(runs) < MAX_DRY_RUNS and runs[-1][0] * WARMING < runs[-2][0]:
+                runs = [self.dry_run(label)]
+                # A source that moves meanwhile makes the table due: its step then warms the rest at once.
+                while len(runs) < MAX_DRY_RUNS and not self.due(table) and (
+                        len(runs) < 2 or runs[-1][0] * WARMING < runs[-2][0]):
                     runs.append(self.dry_run(label))
             except Exception as e:  # its refresh will meet the same cause, and record it on the table
                 attempts.append(Attempt(label, "not warmed", f"the dry run failed: {one_line(e)}"))
@@ -225,6 +228,15 @@ class Refresher:
             took = ", ".join(f"{seconds:.1f} s" for seconds, _ in runs)
             attempts.append(Attempt(label, "warmed", f"dry runs of its step in {took} ({runs[-1][1]})"))
         return attempts
+
+    def due(self, table: dict[str, Any]) -> bool:
+        """Whether ``table`` (a REST answer seen earlier) is due now, asked of the server again."""
+        now = int(time.time() * 1000)
+        for fresh in self.client.list_materialized_tables(table["scopeName"]):
+            if fresh["tableName"] == table["tableName"]:
+                when, _ = next_refresh(fresh, now, self.holder)
+                return when is not None and when <= now
+        return False
 
     def run_once(self) -> list[Attempt]:
         """One pass: refresh every due table, one after the other; a table that is not due is ``skipped``,

@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -27,7 +28,9 @@ def _click(page: webdriver.Chrome, by: str, value: str) -> None:
     """Click what leads to another page, and wait until the browser shows that page."""
     old = page.find_element(By.TAG_NAME, "html")
     page.find_element(by, value).click()
-    WebDriverWait(page, 15).until(expected_conditions.staleness_of(old))
+    # While the old page goes, chromedriver may answer about its nodes with a generic error ("Node with given
+    # id does not belong to the document") before it says they are stale: ask again.
+    WebDriverWait(page, 15, ignored_exceptions=(WebDriverException,)).until(expected_conditions.staleness_of(old))
 
 
 def _texts(page: webdriver.Chrome, selector: str) -> list[str]:
