@@ -29,7 +29,7 @@ from catalog_api.schema.defaults import CURRENT_DEFAULT, EXISTS_DEFAULT
 from catalog_api.schema.fieldids import assign_field_ids, last_field_id
 from registry.errors import BadRequest
 from registry.ids import GroupName, Namespace
-from registry.model import Compatibility
+from registry.model import SIMPLE_POLICIES, Compatibility
 
 Struct = dict[str, Any]
 #: A column by its path of names.
@@ -39,19 +39,7 @@ SparkType = str | dict[str, Any]
 #: The table property that sets the group's policy instead of being stored.
 POLICY_PROPERTY = "compatibility"
 
-_POLICY_NAMES = {
-    p.lower().replace("_", ""): p
-    for p in (
-        "AllowAny",
-        "DenyAll",
-        "Backward",
-        "Forward",
-        "Full",
-        "BackwardTransitive",
-        "ForwardTransitive",
-        "FullTransitive",
-    )
-}
+_POLICY_NAMES = {p.lower().replace("_", ""): p for p in SIMPLE_POLICIES}
 
 
 def policy_from_property(value: str) -> Compatibility:

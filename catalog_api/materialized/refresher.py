@@ -211,8 +211,7 @@ class Refresher:
         now = int(time.time() * 1000)
         for table in self.tables() if tables is None else tables:
             key = warm_key(table)
-            when, _ = next_refresh(table, now, self.holder)
-            if key is None or key in self.warmed or (when is not None and when <= now) or self.due(table):
+            if key is None or key in self.warmed or is_due(table, now, self.holder) or self.due(table):
                 continue
             label = f"{table['scopeName']}.{table['tableName']}"
             self.warmed.add(key)
@@ -234,8 +233,7 @@ class Refresher:
         now = int(time.time() * 1000)
         for fresh in self.client.list_materialized_tables(table["scopeName"]):
             if fresh["tableName"] == table["tableName"]:
-                when, _ = next_refresh(fresh, now, self.holder)
-                return when is not None and when <= now
+                return is_due(fresh, now, self.holder)
         return False
 
     def run_once(self) -> list[Attempt]:
