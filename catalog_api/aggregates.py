@@ -6,6 +6,11 @@ values written for its key: ``'fields.<column>.aggregate-function'`` names the f
 retract skip retractions instead of refusing them, and ``'fields.<column>.list-agg-delimiter'`` is
 ``listagg``'s separator (default ``,``), and ``'aggregation.row-count-field' = '<column>'`` names a ``sum``
 column that counts each key's rows: a key whose count sums to 0 or less (or null) is not live.
+
+Some results are kept through **hidden state columns**, whose names hold ``$`` (no table column can: Avro names
+cannot) and which follow from the properties alone (:func:`state_columns`): ``avg`` keeps ``<column>$sum`` and
+``<column>$count``, and ``'aggregation.row-count-field' = '$rows'`` counts rows in a hidden ``$rows``. They are
+in chunk files (by name, without field ids) and in the engine's merge, never in the table's schema.
 docs/changelog-tables.md has the semantics; this module is
 plain Python (no pyarrow) so that the server validates what the data plane applies.
 """
@@ -16,19 +21,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 #: Paimon's names of the functions the aggregation engine applies per column.
-FUNCTIONS = ("sum", "product", "count", "min", "max", "first_value", "first_non_null_value", "last_value",
+FUNCTIONS = ("sum", "product", "count", "avg", "min", "max", "first_value", "first_non_null_value", "last_value",
              "last_non_null_value", "bool_and", "bool_or", "listagg")
 #: The functions a retraction (a delete's or an update's before-image) can be taken back from.
-RETRACTABLE = frozenset({"sum", "product", "count"})
+RETRACTABLE = frozenset({"sum", "product", "count", "avg"})
 DEFAULT_FUNCTION = "last_non_null_value"
 #: The table property naming the column whose sum counts each key's rows (Streamcat's; Paimon has none).
 ROW_COUNT_FIELD = "aggregation.row-count-field"
+#: The row-count field that is a hidden state column rather than a table column.
+HIDDEN_ROWS = "$rows"
+#: What marks a hidden state column's name (never in a table column's).
+HIDDEN_MARK = "$"
+#: The suffixes of an ``avg`` column's hidden state: the sum of its samples and their number.
+SUM_SUFFIX, COUNT_SUFFIX = "$sum", "$count"
+_ENGINE = "merge-engine"
 _PREFIX = "fields."
 _SETTINGS = ("aggregate-function", "ignore-retract", "list-agg-delimiter")
 #: The Spark types (their JSON names) each function takes; None: any type that has an order or equality.
 NUMERIC = ("byte", "short", "integer", "long", "float", "double")
 FUNCTION_TYPES: dict[str, tuple[str, ...] | None] = {
-    "sum": NUMERIC, "product": NUMERIC, "count": ("byte", "short", "integer", "long"),
+    "sum": NUMERIC, "product": NUMERIC, "count": ("byte", "short", "integer", "long"), "avg": ("float", "double"),
     "bool_and": ("boolean",), "bool_or": ("boolean",), "listagg": ("string",),
 }
 
@@ -88,6 +100,9 @@ def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str
     nested types and decimals).
     """
     for column, aggregate in aggregates.items():
+        if is_hidden(column):
+            raise AggregateError(f"'fields.{column}.aggregate-function': names holding '$' are hidden state columns, "
+                                 "which the engine keeps itself; configure the table column instead")
         if column not in columns:
             raise AggregateError(f"'fields.{column}.aggregate-function' names no column of the table "
                                  f"(columns: {', '.join(columns)})")
@@ -104,6 +119,28 @@ def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str
             raise AggregateError(f"column {column} has a nested type; {aggregate.function} needs a comparable one")
 
 
+def is_hidden(name: str) -> bool:
+    """Whether ``name`` is a hidden state column's (it holds ``$``, which no table column's can)."""
+    return HIDDEN_MARK in name
+
+
+def state_columns(properties: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The hidden state columns a table's properties declare, as (name, Spark type's JSON name), in this order:
+    for each ``avg`` column, by the column's name as its property spells it (sorted), ``<column>$sum``
+    (``double``) then ``<column>$count`` (``long``); then ``$rows`` (``long``) when it is the row-count field.
+    None unless ``'merge-engine' = 'aggregation'``. Raises :class:`AggregateError` as :func:`field_aggregates`.
+    """
+    if (properties.get(_ENGINE) or "").strip().lower() != "aggregation":
+        return ()
+    found: list[tuple[str, str]] = []
+    for column, aggregate in sorted(field_aggregates(properties).items()):
+        if aggregate.function == "avg":
+            found += [(column + SUM_SUFFIX, "double"), (column + COUNT_SUFFIX, "long")]
+    if row_count_field(properties) == HIDDEN_ROWS:
+        found.append((HIDDEN_ROWS, "long"))
+    return tuple(found)
+
+
 def row_count_field(properties: Mapping[str, str]) -> str | None:
     """The column ``'aggregation.row-count-field'`` names, if any (a key whose count is not positive is not live)."""
     return (properties.get(ROW_COUNT_FIELD) or "").strip() or None
@@ -111,10 +148,14 @@ def row_count_field(properties: Mapping[str, str]) -> str | None:
 
 def check_row_count_field(properties: Mapping[str, str], columns: Mapping[str, object],
                           key: tuple[str, ...]) -> None:
-    """``'aggregation.row-count-field'``, when set, names a non-key integer column that aggregates by ``sum``."""
+    """``'aggregation.row-count-field'``, when set, names a non-key integer column that aggregates by ``sum``, or
+    is ``$rows`` (a hidden column, :func:`state_columns`)."""
     column = row_count_field(properties)
-    if column is None:
-        return
+    if column is None or column == HIDDEN_ROWS:
+        return  # $rows: a hidden column, counted by sum
+    if is_hidden(column):
+        raise AggregateError(f"'{ROW_COUNT_FIELD}' {column!r}: the only hidden row count is {HIDDEN_ROWS!r}; "
+                             "other names holding '$' are no columns")
     if column not in columns or column in key:
         raise AggregateError(f"'{ROW_COUNT_FIELD}' {column!r} must name a column of the table that is not a key "
                              f"column (columns: {', '.join(c for c in columns if c not in key)})")

@@ -42,6 +42,8 @@ from catalog_api.streams.merge import (
     merge_changes,
     read_state,
     split_ops,
+    with_state,
+    without_state,
 )
 from catalog_api.streams.row_kinds import DELETE, DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
 
@@ -175,7 +177,7 @@ def keyed_commit(state: pa.Table, tables: Sequence[pa.Table], sequences: Sequenc
     nonempty = [i for i, t in enumerate(tables) if t.num_rows]
     if not nonempty:
         return state, parts
-    data, ops, lengths = _concat([tables[i] for i in nonempty])
+    data, ops, lengths = _concat([with_state(tables[i], layout) for i in nonempty])
     sequences = [sequences[i] for i in nonempty]
     if state.num_columns and not data.schema.equals(state.schema):
         # delete rows leave even NOT NULL columns empty: compare and merge under nullable columns
@@ -222,7 +224,9 @@ SnapshotAt = Callable[[int], Sequence[Chunk]]
 def change_feed(location: str, layout: TableLayout, read_chunk: ReadChunk, snapshot_at: SnapshotAt,
                 after: int, commits: Sequence[CommitChanges], schema: pa.Schema) -> Iterator[pa.Table]:
     """The feed of ``commits`` (the non-compaction commits in (``after``, b], oldest first): one table per
-    commit, of ``schema`` (the columns ``read_chunk`` gives, without ``OP_COLUMN``) plus the feed columns.
+    commit, of ``schema`` (the columns ``read_chunk`` gives, without ``OP_COLUMN``) less an aggregation table's
+    hidden state columns (``read_chunk`` gives them when the chunk has them; the feed never shows them) plus the
+    feed columns.
 
     ``read_chunk(chunk)`` reads a chunk's rows (for a primary-key table the key and sequence field must be
     among them; a caller may also filter them to a share of the keys, and the feed is then that share's);
@@ -243,24 +247,29 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _keyed_feed(location: str, layout: TableLayout, read_chunk: ReadChunk, snapshot_at: SnapshotAt, after: int,
                 commits: Sequence[CommitChanges], schema: pa.Schema) -> Iterator[pa.Table]:
-    state = _conform(read_state(location, snapshot_at(after), layout, read_chunk), schema) if after > 0 \
-        else schema.empty_table()
+    # the state carries an aggregation table's hidden state columns (the merge needs them); the feed shows none
+    inner = with_state(schema.empty_table(), layout).schema
+    shown = without_state(schema.empty_table(), layout).schema
+    state = _conform(read_state(location, snapshot_at(after), layout, read_chunk), inner) if after > 0 \
+        else inner.empty_table()
     for commit in commits:
         data = [c for c in commit.added if c.kind != DELETES_KIND]
         if commit.removed and commit.kind != OVERWRITE:
             # chunks removed by something other than an overwrite: compare whole states, key by key
-            after_state = _conform(read_state(location, snapshot_at(commit.number), layout, read_chunk), schema)
+            after_state = _conform(read_state(location, snapshot_at(commit.number), layout, read_chunk), inner)
             state, parts = _diff(state, after_state, layout)
         else:
             tables = [read_chunk(c) for c in data]
             state, parts = keyed_commit(state, tables, [c.sequence or c.commit for c in data], layout,
                                         overwrite=commit.kind == OVERWRITE)
-        yield _finish(parts, schema, commit.number, commit.created_at)
+        yield _finish([without_state(p, layout) for p in parts], shown, commit.number, commit.created_at)
 
 
-def _differs(left: pa.Table, right: pa.Table) -> np.ndarray:
-    """Row by row, whether two tables of the same columns differ in any value (null equal to null)."""
+def _differs(left: pa.Table, right: pa.Table, layout: TableLayout) -> np.ndarray:
+    """Row by row, whether two tables of the same columns differ in any value (null equal to null) of a column
+    the feed shows (not a hidden state column: a change of state alone is no change a reader sees)."""
     differs = np.zeros(left.num_rows, dtype=bool)
+    left, right = without_state(left, layout), without_state(right, layout)
     for a, b in zip(left.columns, right.columns, strict=True):
         unequal = pc.fill_null(pc.not_equal(a, b), True)
         both_null = pc.and_(a.is_null(), b.is_null())
@@ -276,7 +285,7 @@ def _diff(before: pa.Table, after: pa.Table, layout: TableLayout, *,
     kept = found >= 0
     if changed_only and kept.any():
         same = np.zeros(after.num_rows, dtype=bool)
-        same[kept] = ~_differs(after.filter(pa.array(kept)), before.take(pa.array(found[kept])))
+        same[kept] = ~_differs(after.filter(pa.array(kept)), before.take(pa.array(found[kept])), layout)
         kept &= ~same
         found = np.where(same, -2, found)
     gone = np.ones(before.num_rows, dtype=bool)

@@ -7,7 +7,10 @@ minus the deleted positions), writes it as columnar chunks of about ``rows_per_c
 current schema, and commits them as one ``compaction`` commit with base cut m that removes
 every chunk visible at m. The new chunks' changes sort at m, so appends and primary-key
 row-level commits made meanwhile stay after them and the compaction does not conflict with
-them; change feeds and streaming reads skip compaction commits (docs/changelog-tables.md).
+them; change feeds and streaming reads skip compaction commits (docs/changelog-tables.md). An aggregation
+table's hidden state columns (``avg``'s ``<column>$sum`` and ``<column>$count``, ``$rows``) are written too, by
+name and without field ids, beside the visible columns the merge computed from them (an ``avg`` holds its
+average, so a scan of the table's own columns needs no merge).
 
 A partitioned table's compaction keeps partitions (docs/partitioning.md): the merged state is split by
 the table's current partition spec, and each output chunk holds the rows of one partition and carries
@@ -35,7 +38,7 @@ from catalog_api.model import Chunk
 from catalog_api.partitioning.spec import PartitionSpec, table_spec
 from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk
 from catalog_api.streams.conflicts import COMPACTION, CommitInDoubt, Intent, Table, commit_checked, delete_quietly
-from catalog_api.streams.merge import TableLayout, is_compacted, read_state
+from catalog_api.streams.merge import TableLayout, is_compacted, read_state, with_state
 from catalog_api.streams.reader import StreamReader, scoped_registry
 from catalog_api.streams.row_kinds import DELETES_KIND, OP_COLUMN
 from registry.client import RegistryClient
@@ -65,8 +68,9 @@ class CompactionResult:
 
 
 class ChunkTables:
-    """``read_chunk`` for :func:`read_state`: a chunk's rows under the table's current schema, with the
-    chunk's ``OP_COLUMN`` when it has one (event chunks decoded through the registry)."""
+    """``read_chunk`` for :func:`read_state`: a chunk's rows under the table's current schema, then an
+    aggregation table's hidden state columns (null where the chunk has none), with the chunk's ``OP_COLUMN``
+    when it has one (event chunks decoded through the registry)."""
 
     def __init__(self, reader: StreamReader) -> None:
         self.reader = reader
@@ -77,11 +81,14 @@ class ChunkTables:
         table = pa.Table.from_batches(batches) if batches else self.empty()
         if self.schema is None and batches:
             self.schema = table.schema
+        layout = self.reader.layout
         if chunk.kind != "events":
-            op = self._op_column(chunk)
-            if op is not None:
-                table = table.append_column(OP_COLUMN, op)
-        return table
+            extra = self._file_columns(chunk, [OP_COLUMN, *layout.state_names])
+            table = with_state(table, layout, extra)
+            if OP_COLUMN in extra.column_names:
+                table = table.append_column(OP_COLUMN, extra.column(OP_COLUMN))
+            return table
+        return with_state(table, layout)
 
     def empty(self) -> pa.Table:
         """No rows, in the table's schema as far as it is known."""
@@ -90,13 +97,13 @@ class ChunkTables:
             return pa.table({})
         return schema.empty_table()
 
-    def _op_column(self, chunk: Chunk) -> pa.ChunkedArray | None:
+    def _file_columns(self, chunk: Chunk, names: list[str]) -> pa.Table:
+        """The columns of ``names`` that the chunk's file has, by name (the row kinds, hidden state columns)."""
         fs, root = storage.resolve(self.reader.location)
         with fs.open_input_file(f"{root}/{chunk.path}") as source:
             parquet = pq.ParquetFile(source)
-            if OP_COLUMN not in parquet.schema_arrow.names:
-                return None
-            return parquet.read(columns=[OP_COLUMN]).column(OP_COLUMN)
+            present = [n for n in names if n in parquet.schema_arrow.names]
+            return parquet.read(columns=present) if present else pa.table({})
 
 
 def _encoding_id(catalog_table: dict[str, Any], registry: RegistryClient, stream: str) -> int:

@@ -12,8 +12,9 @@ feed and compaction share it.
   removes the key and a later upsert starts from nothing), ``aggregation`` (each non-key column is
   its function's aggregate of the upserts since the key's last delete, less the retractions of the
   functions that take them back: :mod:`catalog_api.aggregates`; with ``aggregation.row-count-field``,
-  a key whose count column sums to 0 or less is not live) or ``first-row`` (the first upsert since the
-  key's last delete wins; later upserts are ignored).
+  a key whose count column sums to 0 or less is not live; ``avg`` and ``$rows`` merge hidden state
+  columns, :func:`with_state`, which rows written without them fill from their visible values) or
+  ``first-row`` (the first upsert since the key's last delete wins; later upserts are ignored).
 
 The ``sequence.field`` orders changes within one sequence (one commit); larger wins, and a null
 sorts before every value (so a change that carries a value beats one that does not, such as a
@@ -33,7 +34,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from catalog_api.aggregates import AggregateError, FieldAggregate, field_aggregates, row_count_field
+from catalog_api.aggregates import (
+    COUNT_SUFFIX,
+    SUM_SUFFIX,
+    AggregateError,
+    FieldAggregate,
+    field_aggregates,
+    row_count_field,
+    state_columns,
+)
 from catalog_api.streams.row_kinds import (
     DELETE,
     DELETES_KIND,
@@ -50,6 +59,8 @@ from catalog_api.streams.row_kinds import (
 if TYPE_CHECKING:
     from catalog_api.model import Chunk
 
+#: The Arrow types of the state columns' Spark types.
+_STATE_TYPES = {"double": pa.float64(), "long": pa.int64()}
 #: Internal column names (never table columns: ``__`` and the ``streamcat`` prefix).
 _ORDER = "__streamcat_order"
 _GROUP = "__streamcat_group"
@@ -70,6 +81,8 @@ class TableLayout:
     aggregates: tuple[tuple[str, FieldAggregate], ...] = ()
     #: the aggregation engine's column that counts each key's rows (a key whose count is not positive is gone)
     row_count: str | None = None
+    #: the aggregation engine's hidden state columns, (name, Spark type's JSON name): ``aggregates.state_columns``
+    state: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_properties(cls, properties: dict[str, str] | None) -> TableLayout:
@@ -81,10 +94,11 @@ class TableLayout:
         sequence = (properties.get(SEQUENCE_FIELD) or "").strip() or None
         try:
             aggregates = tuple(sorted(field_aggregates(properties).items())) if engine == "aggregation" else ()
+            state = state_columns(properties) if engine == "aggregation" else ()
         except AggregateError as e:
             raise LayoutError(str(e)) from None
         row_count = row_count_field(properties) if engine == "aggregation" else None
-        return cls(primary_key(properties), sequence, engine, aggregates, row_count)
+        return cls(primary_key(properties), sequence, engine, aggregates, row_count, state)
 
     @classmethod
     def keyed(cls, properties: dict[str, str] | None) -> TableLayout | None:
@@ -107,12 +121,23 @@ class TableLayout:
         """Whether non-null fields of an upsert overwrite the previous row's (else the whole row wins)."""
         return self.merge_engine == "partial-update"
 
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """The names of the hidden state columns (none but for an aggregation table that declares some)."""
+        return tuple(name for name, _ in self.state)
+
+    def state_fields(self) -> list[pa.Field]:
+        """The hidden state columns as nullable Arrow fields (without field ids: files hold them by name)."""
+        return [pa.field(name, _STATE_TYPES[kind]) for name, kind in self.state]
+
     def merge_columns(self) -> tuple[str, ...]:
-        """The table columns a merge needs besides the ones a reader wants: key, sequence field, row count."""
+        """The columns a merge needs besides the ones a reader wants: key, sequence field, row count (table
+        columns), then the hidden state columns (which no table schema has: :meth:`state_fields`)."""
         if not self.is_keyed:
             return ()
-        return self.key + ((self.sequence_field,) if self.sequence_field else ()) + (
-            (self.row_count,) if self.row_count else ())
+        visible = self.key + ((self.sequence_field,) if self.sequence_field else ()) + (
+            (self.row_count,) if self.row_count and self.row_count not in self.state_names else ())
+        return visible + self.state_names
 
     def read_columns(self, wanted: Sequence[str]) -> list[str]:
         """``wanted`` plus the merge columns that are missing from it (matched case-insensitively)."""
@@ -129,6 +154,50 @@ def split_ops(table: pa.Table) -> tuple[pa.Table, np.ndarray]:
         return table, np.zeros(table.num_rows, dtype=np.int8)
     ops = table.column(index).fill_null(UPSERT).to_numpy().astype(np.int8, copy=False)
     return table.remove_column(index), ops
+
+
+def _find(table: pa.Table, name: str) -> int:
+    """The index of ``table``'s column ``name`` (else the one column matching it ignoring case; -1: none)."""
+    index = table.schema.get_field_index(name)
+    if index >= 0:
+        return index
+    lowered = [i for i, n in enumerate(table.column_names) if n.lower() == name.lower()]
+    return lowered[0] if len(lowered) == 1 else -1
+
+
+def with_state(table: pa.Table, layout: TableLayout, source: pa.Table | None = None) -> pa.Table:
+    """``table`` (a chunk's rows, or merged ones) with ``layout``'s hidden state columns after all its others,
+    each of its type: taken from ``table``, else by name from ``source`` (the same rows as their file holds
+    them, when ``table`` holds only the reader's columns), else null (rows written without state: the merge
+    fills them from the visible values, docs/changelog-tables.md). A table of no columns stays as it is."""
+    if not layout.state or not table.num_columns:
+        return table
+    fields = layout.state_fields()
+    names = [f.name for f in fields]
+    if table.column_names[-len(names):] == names and all(
+            table.schema.field(table.num_columns - len(names) + i).type == f.type for i, f in enumerate(fields)):
+        return table
+    hidden = {n.lower() for n in names}
+    kept = [i for i, n in enumerate(table.column_names) if n.lower() not in hidden]
+    columns = [table.column(i) for i in kept]
+    out_fields = [table.schema.field(i) for i in kept]
+    for f in fields:
+        index, holder = _find(table, f.name), table
+        if index < 0 and source is not None:
+            index, holder = _find(source, f.name), source
+        column = holder.column(index) if index >= 0 else pa.chunked_array([pa.nulls(table.num_rows, f.type)])
+        columns.append(column if column.type == f.type else column.cast(f.type))
+        out_fields.append(f)
+    return pa.Table.from_arrays(columns, schema=pa.schema(out_fields, metadata=table.schema.metadata))
+
+
+def without_state(table: pa.Table, layout: TableLayout) -> pa.Table:
+    """``table`` without ``layout``'s hidden state columns: what every reader shows."""
+    if not layout.state:
+        return table
+    hidden = {n.lower() for n in layout.state_names}
+    dropped = [n for n in table.column_names if n.lower() in hidden]
+    return table.drop_columns(dropped) if dropped else table
 
 
 def apply_position_deletes(table: pa.Table, deleted: pa.Array | np.ndarray | None, offset: int = 0) -> pa.Table:
@@ -351,6 +420,42 @@ def _aggregate_column(values: pa.ChunkedArray, retract: np.ndarray, state: np.nd
     return _per_group(values, groups, count, function, options).cast(kind)
 
 
+def _aggregate_state(taken: pa.Table, retract: np.ndarray, state: np.ndarray, groups: np.ndarray, count: int,
+                     layout: TableLayout) -> dict[str, pa.Array]:
+    """The merged hidden state columns of ``taken`` and the ``avg`` columns they give, by lower-cased name.
+
+    Fill rule: a row whose ``$sum`` (``$count``, ``$rows``) is null, as in every file written without state,
+    holds its visible value as one sample (``$count`` 1, 0 when the value is null; ``$rows`` 1). Each then
+    sums, a retraction negated; an ``avg`` is ``$sum / $count``, null unless ``$count`` is positive.
+    """
+    summed = FieldAggregate("sum")
+    found: dict[str, pa.Array] = {}
+    for column, aggregate in layout.aggregates:
+        if aggregate.function != "avg":
+            continue
+        visible, sums, counts = (_find(taken, name) for name in (column, column + SUM_SUFFIX, column + COUNT_SUFFIX))
+        if sums < 0 or counts < 0:
+            raise LayoutError(f"the rows to merge lack the state columns of avg column {column}")
+        value = taken.column(visible).cast(pa.float64()) if visible >= 0 else \
+            pa.chunked_array([pa.nulls(taken.num_rows, pa.float64())])
+        one = pc.if_else(value.is_valid(), pa.scalar(1, pa.int64()), pa.scalar(0, pa.int64()))
+        total = _aggregate_column(pc.coalesce(taken.column(sums), value), retract, state, groups, count, summed)
+        samples = _aggregate_column(pc.coalesce(taken.column(counts), one), retract, state, groups, count, summed)
+        names = taken.column_names
+        found[names[sums].lower()], found[names[counts].lower()] = total, samples
+        if visible >= 0:
+            live = pc.fill_null(pc.greater(samples, 0), False)
+            mean = pc.if_else(live, pc.divide(total, samples.cast(pa.float64())), pa.scalar(None, pa.float64()))
+            found[names[visible].lower()] = mean.cast(taken.schema.field(visible).type)
+    if layout.row_count is not None and layout.row_count in layout.state_names:
+        rows = _find(taken, layout.row_count)
+        if rows < 0:
+            raise LayoutError(f"the rows to merge lack the state column {layout.row_count}")
+        found[layout.row_count.lower()] = _aggregate_column(
+            pc.fill_null(taken.column(rows), pa.scalar(1, pa.int64())), retract, state, groups, count, summed)
+    return found
+
+
 def _aggregation(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, layout: TableLayout,
                  state: np.ndarray) -> pa.Table:
     rows, groups = _last_segments(ops, rank, data, layout.key)
@@ -362,10 +467,13 @@ def _aggregation(data: pa.Table, ops: np.ndarray, rank: np.ndarray | None, layou
     state = state[rows]
     firsts = pa.array(np.flatnonzero(np.append(True, groups[1:] != groups[:-1])))
     keys = {k.lower() for k in layout.key}
+    stated = _aggregate_state(taken, retract, state, groups, count, layout)
     columns = []
     for name, column in zip(taken.column_names, taken.columns, strict=True):
         if name.lower() in keys:
             columns.append(column.take(firsts))
+        elif name.lower() in stated:
+            columns.append(stated[name.lower()])
         else:
             columns.append(_aggregate_column(column, retract, state, groups, count, layout.aggregate_of(name)))
     merged = pa.table(columns, schema=taken.schema)
@@ -385,10 +493,11 @@ def refuse_retractions(table: pa.Table, ops: pa.Array | np.ndarray | None, layou
     retract = kinds == RETRACT
     if not retract.any():
         return
-    keys = {k.lower() for k in layout.key}
+    # key columns are no inputs, and hidden state columns are sums, which take any retraction back
+    exempt = {k.lower() for k in layout.key} | {n.lower() for n in layout.state_names}
     for name in table.column_names:
         aggregate = layout.aggregate_of(name)
-        if name.lower() in keys or aggregate.retracts or aggregate.ignore_retract:
+        if name.lower() in exempt or aggregate.retracts or aggregate.ignore_retract:
             continue
         if table.column(name).filter(pa.array(retract)).null_count < int(retract.sum()):
             raise LayoutError(f"column {name} aggregates by {aggregate.function}, which cannot take back a "
@@ -495,11 +604,13 @@ def merge_changes(tables: Sequence[pa.Table], layout: TableLayout, sequences: Se
     columns without ``OP_COLUMN``: one row per live key for a primary-key layout, every row for an
     append layout (whose position deletes :func:`read_state` applies). ``states[i]`` says table i holds
     merged rows (a compaction's output, an earlier state) rather than written changes: an aggregation
-    table's ``count`` takes a state's value as it is, and counts each written value once.
+    table's ``count`` takes a state's value as it is, and counts each written value once. An aggregation
+    table with hidden state columns (``layout.state``) has them in the answer, last, merged (:func:`with_state`:
+    a table may lack them).
     """
     if not tables:
         return pa.table({})
-    data, ops, lengths = _concat(tables)
+    data, ops, lengths = _concat([with_state(t, layout) for t in tables])
     if not layout.is_keyed:
         return data
     if data.num_rows == 0:
@@ -551,7 +662,9 @@ def read_state(location: str, chunks: Sequence[Chunk], layout: TableLayout,
     """The table's rows at the cut whose snapshot ``chunks`` are (in the snapshot's order).
 
     ``read_chunk(chunk)`` gives the chunk's rows under the wanted columns (which must include
-    ``layout.merge_columns()``) plus ``OP_COLUMN`` when the chunk has it. Snapshots that need no merge
+    ``layout.merge_columns()``: a chunk without a hidden state column may leave it out) plus ``OP_COLUMN`` when
+    the chunk has it. An aggregation table's answer holds its hidden state columns last (:func:`without_state`
+    drops them). Snapshots that need no merge
     (an append table without deletes, a primary-key table that is one compaction's output) are
     read straight through.
     """
@@ -559,7 +672,7 @@ def read_state(location: str, chunks: Sequence[Chunk], layout: TableLayout,
     if not data_chunks:
         return pa.table({})
     if not needs_merge(chunks, layout):
-        tables = [split_ops(read_chunk(c))[0] for c in data_chunks]
+        tables = [with_state(split_ops(read_chunk(c))[0], layout) for c in data_chunks]
         return _concat(tables)[0]
     if not layout.is_keyed:
         deleted = read_position_deletes(location, [c.path for c in chunks if c.kind == DELETES_KIND])
@@ -582,4 +695,6 @@ __all__ = [
     "refuse_retractions",
     "row_kinds_or_none",
     "split_ops",
+    "with_state",
+    "without_state",
 ]

@@ -42,7 +42,15 @@ from catalog_api.streams.chunks import (
     recorded_encoding,
     split_event_chunk,
 )
-from catalog_api.streams.merge import TableLayout, apply_position_deletes, needs_merge, read_state, split_ops
+from catalog_api.streams.merge import (
+    TableLayout,
+    apply_position_deletes,
+    needs_merge,
+    read_state,
+    split_ops,
+    with_state,
+    without_state,
+)
 from catalog_api.streams.row_kinds import DELETES_KIND, OP_COLUMN, UPSERT, read_position_deletes
 from registry.client import RegistryClient
 from registry.errors import BadRequest, InvalidSchema, NotFound
@@ -320,11 +328,13 @@ class StreamReader:
     def _upserted(self, chunk: Chunk) -> pa.Table:
         """The rows of a columnar chunk of a primary-key table that upsert (without the row kinds)."""
         table, ops = split_ops(self.chunk_table(chunk))
+        table = without_state(table, self.layout)
         return self._as_reader(table if not (ops != UPSERT).any() else table.filter(pa.array(ops == UPSERT)))
 
     def chunk_table(self, chunk: Chunk) -> pa.Table:
-        """Every row of one chunk as an Arrow table of the reader schema's columns, plus the chunk's row
-        kinds (``OP_COLUMN``) when it has them: what ``catalog_api.streams.merge`` works on."""
+        """Every row of one chunk as an Arrow table of the reader schema's columns, then an aggregation table's
+        hidden state columns (read by name; null where the chunk has none), plus the chunk's row kinds
+        (``OP_COLUMN``) when it has them: what ``catalog_api.streams.merge`` works on."""
         if chunk.kind == "columnar":
             table, encoding_id = read_columnar_chunk(self.location, chunk.path, recorded=recorded_encoding(chunk))
             table, ops = split_ops(table) if OP_COLUMN in table.column_names else (table, None)
@@ -332,16 +342,19 @@ class StreamReader:
             if self._arrow_schema is not None:
                 # nullable: a delete row leaves even a NOT NULL column empty (only its key means anything)
                 resolved = resolved.cast(_nullable_schema(self._arrow_schema))
+            resolved = with_state(resolved, self.layout, table)
             return resolved if ops is None else resolved.append_column(OP_COLUMN, pa.array(ops, pa.int8()))
         if chunk.kind == "events":
             if self._arrow_schema is None:
                 raise SerdeError(f"the records of {self.scope}/{self.stream} have no Arrow form (the reader schema "
                                  "is no Avro record of Arrow types): they cannot be merged")
-            return pa.Table.from_pylist(list(self.read_chunk(chunk)), schema=_nullable_schema(self._arrow_schema))
+            return with_state(pa.Table.from_pylist(list(self.read_chunk(chunk)),
+                                                   schema=_nullable_schema(self._arrow_schema)), self.layout)
         raise ChunkFormatError(f"chunk {chunk.path} is of kind {chunk.kind!r}, which holds no rows")
 
     def _merged(self, chunks: list[Chunk]) -> pa.Table:
-        return self._as_reader(read_state(self.location, chunks, self.layout, self.chunk_table))
+        return self._as_reader(without_state(read_state(self.location, chunks, self.layout, self.chunk_table),
+                                             self.layout))
 
     def _as_reader(self, table: pa.Table) -> pa.Table:
         """Merged rows under the reader schema's Arrow form itself (its NOT NULL columns included)."""

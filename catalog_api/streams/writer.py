@@ -49,7 +49,14 @@ from catalog_api.streams.chunks import partition_pieces, write_columnar_chunk, w
 from catalog_api.streams.committing import CommitInDoubt, Committed, commit_resolved, commit_tables_resolved
 from catalog_api.streams.contracts import TableContract
 from catalog_api.streams.dead_letters import DeadLetters
-from catalog_api.streams.merge import TableLayout, premerge, refuse_retractions, row_kinds_or_none
+from catalog_api.streams.merge import (
+    TableLayout,
+    premerge,
+    refuse_retractions,
+    row_kinds_or_none,
+    with_state,
+    without_state,
+)
 from catalog_api.streams.reader import arrow_schema, scoped_registry
 from catalog_api.streams.row_kinds import (
     DELETE,
@@ -518,7 +525,9 @@ class StreamWriter:
     def write_changes(self, table: pa.Table | pa.RecordBatch, ops: pa.Array | Sequence[int] | None = None, *,
                       premerged: bool = False) -> None:
         """Buffer changes given as Arrow rows: ``table`` in the table's columns (missing non-key columns are
-        null; extra columns are dropped), ``ops`` one ``UPSERT``/``DELETE`` (0/1) per row (None: all upsert).
+        null; extra columns are dropped, but for the hidden state columns an aggregation table declares, such as
+        ``<column>$sum`` and ``<column>$count`` of an ``avg``: written by name), ``ops`` one
+        ``UPSERT``/``DELETE``/``RETRACT`` (0/1/2) per row (None: all upsert).
 
         The fast path of producers that hold changes column-wise (CDC ingest): pre-merged with the other
         changes of the commit at ``flush``, in write order. ``premerged`` says the rows are pre-merged already
@@ -540,7 +549,7 @@ class StreamWriter:
                 raise ValueError(f"the changes lack key column {field.name!r}")
             else:
                 columns.append(pa.nulls(rows.num_rows, field.type))
-        conformed = pa.Table.from_arrays(columns, schema=schema)
+        conformed = with_state(pa.Table.from_arrays(columns, schema=schema), layout, rows)
         for column in layout.key:
             if conformed.column(column).null_count:
                 raise ValueError(f"key column {column!r} holds nulls")
@@ -557,7 +566,7 @@ class StreamWriter:
         if self.contract is not None:
             # the upserts are checked (deletes and retractions carry keys and values of rows already there)
             upserts = None if kinds is None else pc.equal(kinds, pa.scalar(UPSERT, pa.int8()))
-            passed = self._screened(conformed, upserts)
+            passed = self._screened(without_state(conformed, layout), upserts)
             if passed is not None:
                 conformed = conformed.filter(passed)
                 kinds = None if kinds is None else kinds.filter(passed)
@@ -595,7 +604,8 @@ class StreamWriter:
             raise ValueError(f"records do not fit the table's columns {schema}: {e}") from e
         ops = pa.array(self._change_ops, pa.int8())
         self._change_rows, self._change_ops = [], []
-        self._change_pieces.append((table.cast(schema), ops, False))
+        assert self.layout is not None
+        self._change_pieces.append((with_state(table.cast(schema), self.layout), ops, False))
 
     def _write_change_chunk(self) -> None:
         assert self.layout is not None
@@ -634,6 +644,9 @@ class StreamWriter:
     def _write_changes(self, table: pa.Table, ops: pa.Array | None, partition: dict[str, Any] | None) -> None:
         """Write pre-merged changes as one change chunk in the sticky segment, pending commit."""
         assert isinstance(self.serializer, Serializer)
+        assert self.layout is not None
+        # a hidden state column no row fills is left out: a reader takes the rows' visible values, as it would
+        table = table.drop_columns([n for n in self.layout.state_names if table.column(n).null_count == table.num_rows])
         segment = self._sticky
         path = f"segment-{segment}/{uuid.uuid4().hex}.parquet"
         stats = write_change_chunk(self.location, path, table, ops, self.serializer.encoding_id,

@@ -341,12 +341,19 @@ def _field(schema: StructType, name: str) -> StructField | None:
     return next((f for f in schema.fields if f.name.lower() == lowered), None)
 
 
+#: The Spark types of hidden state columns (``TableLayout.state``).
+_STATE_TYPES: dict[str, DataType] = {"double": DoubleType(), "long": LongType()}
+
+
 def with_merge_columns(schema: StructType, table_schema: StructType, layout: TableLayout) -> StructType:
-    """``schema`` (a scan's columns) plus the key and sequence field columns it lacks, from the table's."""
+    """``schema`` (a scan's columns) plus the key, sequence field and row count columns it lacks, from the
+    table's, then the hidden state columns of an aggregation table (nullable, without field ids: chunks hold
+    them by name; the merge needs them, and no reader is shown them)."""
     fields = list(schema.fields)
     have = {f.name.lower() for f in fields}
+    hidden = dict(layout.state)
     for name in layout.merge_columns():
-        found = _field(table_schema, name)
+        found = _field(table_schema, name) if name not in hidden else StructField(name, _STATE_TYPES[hidden[name]])
         if found is not None and found.name.lower() not in have:
             fields.append(found)
             have.add(found.name.lower())

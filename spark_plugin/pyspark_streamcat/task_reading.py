@@ -4,7 +4,10 @@ task the driver planned (:mod:`pyspark_streamcat.scan_planning`).
 Every kind of task reads a columnar chunk's columns by field id (``catalog_api.schema.resolution``: the
 file's Parquet field ids, or its schema version's), so renamed columns keep their data, a column
 dropped and added again does not read the old one's, and a column the chunk lacks reads its
-EXISTS_DEFAULT; event chunks are decoded likewise (``IdResolvedEvents``).
+EXISTS_DEFAULT; event chunks are decoded likewise (``IdResolvedEvents``). An aggregation table's hidden state
+columns (``with_merge_columns`` adds them to a merge's or a change feed's schema, without field ids) are read
+by name, null in a chunk without them; the merge fills and aggregates them, and no batch Spark gets holds them
+unless its schema asks.
 """
 
 from __future__ import annotations

@@ -22,6 +22,12 @@ recording the cut the statement read, after the conflict check of
 (:class:`CompactionWriter`) holds the merged rows of the table at cut m and commits them as a
 ``compaction``.
 
+An aggregation table's hidden state columns (an ``avg``'s ``<column>$sum`` and ``<column>$count``, ``$rows``:
+``catalog_api.aggregates.state_columns``) reach the writer as columns appended to the table's when a
+materialized table's refresh or a compaction writes them; they go into the chunk files by name, without field
+ids. A write schema column whose name holds ``$`` and that the table does not declare is refused
+(:func:`check_hidden_columns`).
+
 Partitioned tables (whose current partition spec has fields): every columnar
 chunk holds the rows of one partition and records it (``Chunk.partition`` = ``{"specId", "values"}``).
 The spec is read from the catalog once, on the driver, when the writer is made, and travels to the
@@ -140,9 +146,34 @@ def current_spec(table: Mapping[str, Any]) -> PartitionSpec | None:
     return None if spec.unpartitioned else spec
 
 
-def _spec_of(options: SourceOptions) -> PartitionSpec | None:
-    """The table's current partition spec, asked of the catalog (on the driver: writers are made there)."""
-    return current_spec(_catalog(options).get_table(options.scope, options.stream))
+def _spec_of(options: SourceOptions, schema: StructType) -> PartitionSpec | None:
+    """The table's current partition spec, asked of the catalog (on the driver: writers are made there), once
+    ``schema`` (the rows Spark hands over) is known to hold no hidden column the table lacks."""
+    table = _catalog(options).get_table(options.scope, options.stream)
+    check_hidden_columns(schema, table.get("properties") or {}, f"{options.scope}.{options.stream}")
+    return current_spec(table)
+
+
+def check_hidden_columns(schema: StructType, properties: Mapping[str, str], name: str) -> None:
+    """Raise OptionError unless each column of ``schema`` whose name holds ``$`` is a hidden state column the
+    table ``name``'s ``properties`` declare (``catalog_api.aggregates.state_columns``), of its type.
+
+    A materialized table's refresh writes an aggregation table's state (an ``avg``'s ``<column>$sum`` and
+    ``<column>$count``, ``$rows``) as columns appended to the table's: the chunks hold them by name, without
+    field ids, and readers merge them but never show them. Any other such column is refused, not written.
+    """
+    from catalog_api.aggregates import is_hidden, state_columns
+
+    declared = dict(state_columns(properties))
+    for f in schema.fields:
+        if not is_hidden(f.name):
+            continue
+        kind = declared.get(f.name)
+        if kind is None:
+            raise OptionError(f"column {f.name} is no column of {name} (names holding '$' "
+                              f"are hidden state columns; this table's are: {', '.join(declared) or 'none'})")
+        if f.dataType.typeName() != kind:
+            raise OptionError(f"hidden state column {f.name} is of type {kind}, not {f.dataType.simpleString()}")
 
 
 class _Rolling:
@@ -274,7 +305,7 @@ class BatchWriter(_FilesAtStake, DataSourceArrowWriter):
         self.options = options
         self.overwrite = overwrite
         # The spec is read here, on the driver, and pickled to the tasks with the sink.
-        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options))
+        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options, schema))
         # A retried commit request (a lost answer) must not commit twice: the write is its own writer.
         self.writer_id = f"spark-write-{uuid.uuid4()}"
 
@@ -314,7 +345,7 @@ class StreamingWriter(_FilesAtStake, DataSourceStreamArrowWriter):
         self.overwrite = overwrite
         # Read once for the query: a spec changed while it runs applies from its next start (the chunks it
         # writes meanwhile carry the older spec, which stays valid).
-        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options))
+        self.sink = ChunkSink(options, schema, _encoding_id(options), _spec_of(options, schema))
         self.writer_id = f"spark-stream-{options.query_id}"
         # Spark 4.3 checks a table's CHECK constraints on batch writes only: a stream's rows are checked here
         # (catalog_api/streams/contracts.py), as the Python writers check theirs.

@@ -136,3 +136,85 @@ def test_deltas_past_the_bound_are_compacted(spark: Any, spark_server: str, scop
     answer = call(spark, "refresh_materialized_table", table=f"{scope}.revenue")
     assert answer["method"].startswith("full: the sources removed rows, and MIN/MAX")
     equal_at_every_cut(spark, spark_server, scope, query)
+
+
+AVERAGES = ("SELECT item, avg(price) AS avg_price, avg(qty) AS avg_qty, sum(price) AS total FROM {orders} "
+            "GROUP BY item")
+
+
+def test_avg_and_the_row_count_are_kept_in_hidden_state(spark: Any, spark_server: str, scope: str) -> None:
+    """AVG and a query without COUNT(*) step through updates and deletes: the table keeps each AVG's sum and
+    count and each group's row count in hidden columns that no reader shows."""
+    orders = f"streamcat.{scope}.orders"
+    spark.sql(f"CREATE TABLE {orders} (id INT NOT NULL, item STRING NOT NULL, price INT NOT NULL, qty INT) "
+              "TBLPROPERTIES ('primary-key' = 'id')")
+    spark.sql(f"INSERT INTO {orders} SELECT id, concat('item', id % 20), id % 13, IF(id % 4 = 0, NULL, id % 5) "
+              "FROM range(120)")
+    query = AVERAGES.format(orders=orders)
+    call(spark, "create_materialized_table", table=f"{scope}.revenue", query=query, freshness="10 seconds",
+         refresh_mode="continuous")
+    table = CatalogClient(spark_server).get_table(scope, "revenue")
+    assert {k: v for k, v in table["properties"].items() if k.startswith(("fields.", "aggregation."))} == {
+        "fields.avg_price.aggregate-function": "avg", "fields.avg_qty.aggregate-function": "avg",
+        "fields.total.aggregate-function": "sum", "aggregation.row-count-field": "$rows"}
+    assert [f["name"] for f in table["schema"]["fields"]] == ["item", "avg_price", "avg_qty", "total"]
+    assert spark.table(f"streamcat.{scope}.revenue").columns == ["item", "avg_price", "avg_qty", "total"]
+
+    # Updates move rows between groups and null a value; deletes empty item7 (it disappears) and thin item8.
+    spark.sql(f"INSERT INTO {orders} VALUES (500, 'item1', 50, 3), (501, 'new', 4, NULL)")
+    step(spark, scope)
+    assert commits(spark_server, scope)[-1]["eventCount"] == 2
+    spark.sql(f"UPDATE {orders} SET item = 'item2', qty = NULL WHERE id = 3")
+    spark.sql(f"DELETE FROM {orders} WHERE item = 'item7' OR id = 8")
+    step(spark, scope)
+    assert commits(spark_server, scope)[-1]["eventCount"] == 4  # item2, item3, item7 and item8
+    assert rows(spark, f"SELECT count(*) FROM streamcat.{scope}.revenue WHERE item = 'item7'") == [(0,)]
+    assert rows(spark, f"SELECT avg_qty FROM streamcat.{scope}.revenue WHERE item = 'new'") == [(None,)]
+
+    # No reader shows the hidden columns: the Python reader, the change feed; both agree with Spark's read.
+    reader = StreamReader(CatalogClient(spark_server), RegistryClient(spark_server, scope), scope, "revenue")
+    python = list(reader.read())
+    assert all(set(r) == {"item", "avg_price", "avg_qty", "total"} for r in python)
+    assert sorted((r["item"], r["avg_price"], r["avg_qty"], r["total"]) for r in python) == sorted(
+        rows(spark, f"SELECT * FROM streamcat.{scope}.revenue"))
+    last = commits(spark_server, scope)[-1]["number"]
+    feed = spark.sql(f"SELECT * FROM streamcat.{scope}.revenue CHANGES FROM VERSION {last} TO VERSION {last}")
+    assert not [c for c in feed.columns if "$" in c]
+    assert ("item7", "delete") in [(r["item"], r["_change_type"]) for r in feed.collect()]
+
+    # Compaction keeps the state: the compacted table (read natively) and the steps after it stay exact.
+    before = sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue"))
+    spark.sql(f"CALL streamcat.system.compact(table => '{scope}.revenue')")
+    assert sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue")) == before
+    spark.sql(f"INSERT INTO {orders} VALUES (502, 'item1', 7, 1), (503, 'item7', 2, 2)")
+    spark.sql(f"DELETE FROM {orders} WHERE id = 501")
+    step(spark, scope)
+
+    # A full refresh writes the state as well, and the steps after it add to it.
+    forced = call(spark, "refresh_materialized_table", table=f"{scope}.revenue", force=True)
+    assert forced["method"] == "full: forced"
+    spark.sql(f"UPDATE {orders} SET price = price + 1 WHERE item = 'item1'")
+    step(spark, scope)
+    equal_at_every_cut(spark, spark_server, scope, query)
+
+
+def test_an_avg_added_by_alter_steps_once_its_state_is_written(spark: Any, spark_server: str, scope: str) -> None:
+    """`ALTER ... AS` adds an AVG; once its function is set, the next refresh writes its hidden state in full
+    (the rows written before have none), and the steps after it append deltas again."""
+    orders = f"streamcat.{scope}.orders"
+    spark.sql(f"CREATE TABLE {orders} (id INT NOT NULL, item STRING NOT NULL, price INT NOT NULL)")
+    spark.sql(f"INSERT INTO {orders} SELECT id, concat('item', id % 5), id % 11 FROM range(40)")
+    query = f"SELECT item, sum(price) AS total, count(*) AS n FROM {orders} GROUP BY item"
+    call(spark, "create_materialized_table", table=f"{scope}.revenue", query=query, freshness="10 seconds",
+         refresh_mode="continuous")
+    averaged = query.replace("count(*) AS n", "count(*) AS n, avg(price) AS avg_price")
+    call(spark, "alter_materialized_table", table=f"{scope}.revenue", query=averaged)
+    call(spark, "refresh_materialized_table", table=f"{scope}.revenue")
+    spark.sql(f"ALTER TABLE streamcat.{scope}.revenue SET TBLPROPERTIES "
+              "('fields.avg_price.aggregate-function' = 'avg')")
+    spark.sql(f"INSERT INTO {orders} VALUES (100, 'item1', 3)")
+    answer = call(spark, "refresh_materialized_table", table=f"{scope}.revenue")
+    assert answer["method"] == "full: the hidden state (avg_price$sum,avg_price$count) is not written yet"
+    spark.sql(f"INSERT INTO {orders} VALUES (101, 'item1', 8), (102, 'item2', 1)")
+    step(spark, scope)
+    assert sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue")) == sorted(rows(spark, averaged))

@@ -16,6 +16,7 @@ import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Average;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
@@ -50,8 +51,8 @@ import java.util.Map;
  *
  * <p>{@link #analyze} reads Spark's <em>analyzed</em> plan of the query (not its text) and decides whether
  * it is one of the shapes maintained incrementally: a chain of filters and projections over one Streamcat
- * table, optionally topped by one GROUP BY aggregate of SUM (integral or decimal), COUNT, MIN and MAX;
- * anything else gets a reason for full refreshes. {@link #step} then turns the change feed of the source
+ * table, optionally topped by one GROUP BY aggregate of SUM (integral or decimal), COUNT, MIN, MAX and AVG
+ * (integral); anything else gets a reason for full refreshes. {@link #step} then turns the change feed of the source
  * between the cut the table reflects and the new pinned cut into the table's next content: the same chain
  * is replayed on the feed's rows, each carrying a sign (+1 insert and post-image, -1 delete and pre-image),
  * and the result is an append (projections, when the feed only adds rows) or the table's content at the
@@ -81,6 +82,7 @@ final class IncrementalRefresh {
         static final String SUM = "sum";
         static final String MIN = "min";
         static final String MAX = "max";
+        static final String AVG = "avg";
     }
 
     /**
@@ -116,15 +118,17 @@ final class IncrementalRefresh {
     /** What a step that wrote only the changed groups' deltas says it did (beside "incremental: "). */
     static final String DELTAS = " (changed groups)";
     static final String MERGE_ENGINE = "merge-engine";
-    static final String ROW_COUNT_FIELD = "aggregation.row-count-field";
+    static final String ROW_COUNT_FIELD = AggregationState.ROW_COUNT_FIELD;
 
     /**
      * How a grouped aggregate's table is stored so that a step writes only the changed groups: a primary-key
      * table keyed by the GROUP BY columns ({@code key}) with {@code 'merge-engine' = 'aggregation'} and, per
      * output column, the function that adds a delta to it ({@code properties}: SUM and COUNT by sum, MIN by
-     * min, MAX by max; the COUNT(*) as {@code 'aggregation.row-count-field'}, so that a group whose rows all
-     * left is no longer a row). Null when the query is no grouped aggregate, or a group may be NULL (a key
-     * column never is: declare the column NOT NULL, or filter {@code WHERE x IS NOT NULL}).
+     * min, MAX by max, AVG by avg, kept in hidden state columns; the COUNT(*) as {@code
+     * 'aggregation.row-count-field'}, or without one the hidden {@code $rows}, so that a group whose rows all
+     * left is no longer a row: {@link AggregationState}). Null when the query is no grouped aggregate, or a
+     * group may be NULL (a key column never is: declare the column NOT NULL, or filter {@code WHERE x IS NOT
+     * NULL}).
      */
     record Layout(List<String> key, Map<String, String> properties) {
         /** Whether a table of these properties and key is stored this way (else its steps rewrite it). */
@@ -182,6 +186,7 @@ final class IncrementalRefresh {
                 case Output.SUM, Output.COUNT -> "sum";
                 case Output.MIN -> "min";
                 case Output.MAX -> "max";
+                case Output.AVG -> AggregationState.AVG;
                 default -> null;
             };
             if (function != null) {
@@ -189,9 +194,7 @@ final class IncrementalRefresh {
             }
         }
         int count = groupCount(outputs);
-        if (count >= 0) {
-            properties.put(ROW_COUNT_FIELD, outputs.get(count).name());
-        }
+        properties.put(ROW_COUNT_FIELD, count >= 0 ? outputs.get(count).name() : AggregationState.ROWS);
         return new Layout(key, properties);
     }
 
@@ -432,14 +435,22 @@ final class IncrementalRefresh {
         if (f instanceof Count count && count.children().size() == 1) {
             return new Output(name, Output.COUNT, count.children().head(), -1);
         }
+        if (f instanceof Average avg) {
+            if (!(avg.child().dataType() instanceof IntegralType)) {
+                // its state is a double sum: exact for integers (as Spark's own AVG), order-dependent otherwise
+                return new Output("AVG over " + avg.child().dataType().simpleString() + " (only AVG over integers "
+                        + "comes to the same result in any order)", null, null, -1);
+            }
+            return new Output(name, Output.AVG, avg.child(), -1);
+        }
         if (f instanceof Min min) {
             return new Output(name, Output.MIN, min.child(), -1);
         }
         if (f instanceof Max max) {
             return new Output(name, Output.MAX, max.child(), -1);
         }
-        return new Output(f.prettyName().toUpperCase(Locale.ROOT) + " (maintained: SUM, COUNT, MIN, MAX)", null, null,
-                -1);
+        return new Output(f.prettyName().toUpperCase(Locale.ROOT) + " (maintained: SUM, COUNT, MIN, MAX, AVG)", null,
+                null, -1);
     }
 
     // -- one step --------------------------------------------------------------------------------------
@@ -559,6 +570,8 @@ final class IncrementalRefresh {
     }
 
     private static final String LEAVING = "__streamcat_leaving";
+    /** A feed row's contribution to its group's row count, when no output column counts the rows. */
+    private static final String ROWS = "__streamcat_rows";
 
     /** The type of the table's column {@code name} (its case aside), or {@code fallback}. */
     private static DataType typeOf(StructType target, String name, DataType fallback) {
@@ -573,8 +586,9 @@ final class IncrementalRefresh {
     /**
      * What each feed row contributes to its group, in the shape the table's rows are brought to by
      * {@link #tableContributions}: the group's keys, then per output column i its contribution (COUNT: the
-     * sign, or 0 for a NULL value; SUM: the signed value, and in {@code nn} the signed count of non-null
-     * values; MIN/MAX: the value), and whether the row leaves ({@code __streamcat_leaving}).
+     * sign, or 0 for a NULL value; SUM and AVG: the signed value, and in {@code nn} the signed count of non-null
+     * values; MIN/MAX: the value), the sign ({@code __streamcat_rows}) when no COUNT(*) counts the group's rows,
+     * and whether the row leaves ({@code __streamcat_leaving}).
      */
     private static Dataset<Row> feedContributions(Plan plan, Dataset<Row> rows, StructType target) {
         List<Column> columns = new ArrayList<>();
@@ -593,14 +607,18 @@ final class IncrementalRefresh {
             switch (o.kind()) {
                 case Output.COUNT -> columns.add(functions.when(arg.isNull(), functions.lit(0L))
                         .otherwise(sign).cast(DataTypes.LongType).as(part("", i)));
-                case Output.SUM -> {
-                    columns.add(functions.when(sign.gt(0), arg.cast(type)).otherwise(functions.negate(arg.cast(type)))
-                            .as(part("", i)));
+                case Output.SUM, Output.AVG -> {
+                    DataType summed = o.kind().equals(Output.AVG) ? DataTypes.DoubleType : type;
+                    columns.add(functions.when(sign.gt(0), arg.cast(summed))
+                            .otherwise(functions.negate(arg.cast(summed))).as(part("", i)));
                     columns.add(functions.when(arg.isNull(), functions.lit(0L)).otherwise(sign)
                             .cast(DataTypes.LongType).as(part("nn", i)));
                 }
                 default -> columns.add(arg.cast(type).as(part("", i)));
             }
+        }
+        if (groupCount(outputs) < 0) {
+            columns.add(sign.cast(DataTypes.LongType).as(ROWS));
         }
         columns.add(functions.when(sign.lt(0), functions.lit(1L)).otherwise(functions.lit(0L)).as(LEAVING));
         return rows.select(columns.toArray(new Column[0]));
@@ -638,13 +656,16 @@ final class IncrementalRefresh {
                 continue;
             }
             columns.add(col(o.name()).as(part("", i)));
-            if (o.kind().equals(Output.SUM)) {
+            if (o.kind().equals(Output.SUM) || o.kind().equals(Output.AVG)) {
                 int counter = sumCounter(outputs, o);
                 // Unknown without a counter: only additions are applied then (see aggregateStep), and SUM over
                 // the table's value and the added ones is NULL exactly when all of them are.
                 columns.add((counter < 0 ? functions.lit(0L) : col(outputs.get(counter).name()))
                         .cast(DataTypes.LongType).as(part("nn", i)));
             }
+        }
+        if (groupCount(outputs) < 0) {
+            columns.add(functions.lit(0L).as(ROWS));
         }
         columns.add(functions.lit(0L).as(LEAVING));
         return table.select(columns.toArray(new Column[0]));
@@ -666,12 +687,15 @@ final class IncrementalRefresh {
                 }
                 case Output.MIN -> values.add(functions.min(col(part("", i))).as(part("", i)));
                 case Output.MAX -> values.add(functions.max(col(part("", i))).as(part("", i)));
-                case Output.SUM -> {
+                case Output.SUM, Output.AVG -> {
                     values.add(functions.sum(col(part("", i))).as(part("", i)));
                     values.add(functions.sum(col(part("nn", i))).as(part("nn", i)));
                 }
                 default -> values.add(functions.sum(col(part("", i))).as(part("", i)));
             }
+        }
+        if (groupCount(outputs) < 0) {
+            values.add(functions.sum(col(ROWS)).as(ROWS));
         }
         values.add(functions.sum(col(LEAVING)).as(LEAVING));
         return contributions.groupBy(keys.toArray(new Column[0]))
@@ -688,9 +712,10 @@ final class IncrementalRefresh {
      * the sum is NULL).
      *
      * <p>With {@code deltas} (the table is stored by {@link #layout}) the step is instead the feed's per-group
-     * sums alone, appended: the aggregation engine adds each to its group's row, and a group whose row count
-     * reaches 0 is gone. Only when rows leave and a SUM of a nullable value could become NULL (the engine would
-     * say 0) is the table rewritten as above.
+     * sums alone, appended: the aggregation engine adds each to its group's row (an AVG's to its hidden sum and
+     * count), and a group whose row count reaches 0 is gone. Only when rows leave and a SUM of a nullable value
+     * could become NULL (the engine would say 0) is the table rewritten as above; a rewrite cannot restate an
+     * AVG's hidden state, so a query with one falls back to a full refresh then.
      */
     private static Step aggregateStep(SparkSession spark, Plan plan, Dataset<Row> rows, String target, long base,
                                       StructType targetSchema, boolean addsOnly, boolean deltas) {
@@ -702,15 +727,23 @@ final class IncrementalRefresh {
             feed = once(summed(plan, feed));
             Row leavingRow = feed.agg(functions.max(col(LEAVING))).first();
             leaving = !leavingRow.isNullAt(0) && leavingRow.getLong(0) > 0;
-            if (leaving) {
-                String why = whyNotThroughRemovals(outputs, groupCount);
-                if (why != null) {
-                    return Step.fallback(why);
-                }
-            }
+        }
+        if (leaving && has(outputs, Output.MIN, Output.MAX)) {
+            return Step.fallback("the sources removed rows, and MIN/MAX cannot be maintained through removals");
         }
         if (deltas && !(leaving && nullableSum(outputs))) {
             return new Step(conform(deltaRows(plan, addsOnly ? summed(plan, feed) : feed), targetSchema), true, null);
+        }
+        if (has(outputs, Output.AVG)) {
+            return Step.fallback(deltas ? "the sources removed rows, and a SUM of a nullable value could become NULL "
+                    + "(which a rewrite with AVG cannot restate)" : "AVG is maintained only in a table keyed by the "
+                    + "query's GROUP BY columns, which must never be NULL");
+        }
+        if (leaving) {
+            String why = whyNotThroughRemovals(outputs, groupCount);
+            if (why != null) {
+                return Step.fallback(why);
+            }
         }
         Dataset<Row> all = summed(plan, tableContributions(plan, old(spark, target, base), targetSchema)
                 .unionAll(feed));
@@ -737,16 +770,42 @@ final class IncrementalRefresh {
     /**
      * The changed groups' rows of a table stored by {@link #layout}: per group, its key, each COUNT's and SUM's
      * signed delta (a SUM of only NULLs stays NULL: the engine skips it), each MIN's and MAX's over the
-     * arriving values (removals never get here).
+     * arriving values (removals never get here), each AVG's in its hidden sum and count (the AVG column itself
+     * NULL: a read divides the state), and the hidden row count's when no COUNT(*) counts the rows.
      */
     private static Dataset<Row> deltaRows(Plan plan, Dataset<Row> summed) {
         List<Output> outputs = plan.outputs();
         List<Column> next = new ArrayList<>();
         for (int i = 0; i < outputs.size(); i++) {
             Output o = outputs.get(i);
-            next.add((o.kind().equals(Output.KEY) ? col(key(o.group())) : col(part("", i))).as(o.name()));
+            if (o.kind().equals(Output.AVG)) {
+                next.add(functions.lit(null).cast(DataTypes.DoubleType).as(o.name()));
+                next.add(functions.coalesce(col(part("", i)), functions.lit(0.0)).as(AggregationState.sum(o.name())));
+                next.add(col(part("nn", i)).as(AggregationState.count(o.name())));
+            } else {
+                next.add((o.kind().equals(Output.KEY) ? col(key(o.group())) : col(part("", i))).as(o.name()));
+            }
+        }
+        if (groupCount(outputs) < 0) {
+            next.add(col(ROWS).as(AggregationState.ROWS));
         }
         return summed.select(next.toArray(new Column[0]));
+    }
+
+    /**
+     * The whole content of a table stored by {@link #layout}, hidden state included: the source (which the
+     * caller pins at its cut) as rows that all arrive, through the query's filters and projections, summed per
+     * group as a step sums its feed. What a full refresh of such a table writes, so that the steps after it add
+     * to the same state.
+     */
+    static Dataset<Row> whole(SparkSession spark, Plan plan, String sourceName, StructType target) {
+        Dataset<Row> rows = replay(plan, spark.table(sourceName).withColumn(SIGN, functions.lit(1)));
+        return conform(deltaRows(plan, summed(plan, feedContributions(plan, rows, target))), target);
+    }
+
+    /** Whether an output column is one of these kinds. */
+    private static boolean has(List<Output> outputs, String... kinds) {
+        return outputs.stream().anyMatch(o -> List.of(kinds).contains(o.kind()));
     }
 
     /** Whether a SUM adds up a nullable value (its result may turn NULL when rows leave). */
@@ -764,15 +823,12 @@ final class IncrementalRefresh {
         return -1;
     }
 
-    /** Why the outputs cannot be maintained through the removal of rows, or null when they can. */
+    /** Why a rewrite cannot follow the removal of rows (MIN and MAX are refused before), or null when it can. */
     private static String whyNotThroughRemovals(List<Output> outputs, int groupCount) {
         if (groupCount < 0) {
             return "the sources removed rows, and no COUNT(*) in the query tells when a group becomes empty";
         }
         for (Output o : outputs) {
-            if (o.kind().equals(Output.MIN) || o.kind().equals(Output.MAX)) {
-                return "the sources removed rows, and MIN/MAX cannot be maintained through removals";
-            }
             if (o.kind().equals(Output.SUM) && sumCounter(outputs, o) < 0) {
                 return "the sources removed rows, and SUM(" + o.argument().sql() + ") has no COUNT("
                         + o.argument().sql() + ") beside it to tell when it becomes NULL";

@@ -358,8 +358,10 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
         StructType schema = FieldIds.withPositionalIds((StructType) DataType.fromJson(json.path("schema").toString()));
         JsonNode stream = json.path("stream");
         JsonNode version = json.path("schemaVersion");
-        Map<String, String> properties = new LinkedHashMap<>();
-        json.path("properties").fields().forEachRemaining(e -> properties.put(e.getKey(), e.getValue().asText()));
+        Map<String, String> properties = properties(json);
+        if (AggregationState.loadsWithState(ident)) {
+            schema = AggregationState.withState(schema, properties);
+        }
         properties.put(TableCatalog.PROP_PROVIDER, json.path("format").asText());
         properties.put(TableCatalog.PROP_LOCATION, stream.path("location").asText());
         String comment = json.path("comment").asText("");
@@ -402,6 +404,13 @@ public class StreamcatCatalog implements RelationCatalog, SupportsNamespaces, Pr
                 CatalogRestClient.streamPath(ident.namespace()[0], ident.name()),
                 tablePath(ident), json.path("partitionSpec"));
         return new StreamcatTable(qualified, schema, properties, options, state);
+    }
+
+    /** The properties of a table answer of the server, as set (without those the catalog adds for Spark). */
+    static Map<String, String> properties(JsonNode table) {
+        Map<String, String> properties = new LinkedHashMap<>();
+        table.path("properties").fields().forEachRemaining(e -> properties.put(e.getKey(), e.getValue().asText()));
+        return properties;
     }
 
     /** The key columns of a table answer of the server (empty for an append table). */

@@ -53,6 +53,8 @@ final class StreamcatMaterialized {
     /** Commit properties of a refresh: how continuous mode maintains the query, and how this refresh was made. */
     static final String PLAN_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.plan";
     static final String METHOD_OPTION = OptionKeys.COMMIT_PROPERTY + "streamcat.materialized.method";
+    /** The refresh commit property naming the hidden state columns it wrote (AggregationState), when any. */
+    static final String STATE_PROPERTY = "streamcat.materialized.state";
     private static final long DEFAULT_LEASE_SECONDS = 60;
     /** The WITH option naming the partition a scheduled refresh recomputes (model.DATE_FORMATTER on the server). */
     private static final java.util.regex.Pattern DATE_FORMATTER =
@@ -354,7 +356,8 @@ final class StreamcatMaterialized {
                     + "(drop the table and create it again for another grouping)");
         }
         String counted = properties.path(IncrementalRefresh.ROW_COUNT_FIELD).asText("");
-        if (!counted.isEmpty() && java.util.Arrays.stream(next.fieldNames()).noneMatch(counted::equalsIgnoreCase)) {
+        if (!counted.isEmpty() && !counted.equals(AggregationState.ROWS)
+                && java.util.Arrays.stream(next.fieldNames()).noneMatch(counted::equalsIgnoreCase)) {
             throw Refusal.invalid(name + " counts each group's rows in column " + counted
                     + ": a new query must keep it");
         }
@@ -576,8 +579,7 @@ final class StreamcatMaterialized {
         try {
             JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
             long base = described.path("stream").path("lastCommit").asLong();
-            StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
-            String method = partial.values().isEmpty() ? write(table, mt, cuts, holder, cutsJson, base, schema, force)
+            String method = partial.values().isEmpty() ? write(table, mt, cuts, holder, cutsJson, described, force)
                     : writePartition(table, mt, cuts, holder, cutsJson, base, partial);
             heartbeat.check();
             Long commit = null;
@@ -870,12 +872,16 @@ final class StreamcatMaterialized {
      * Writes the table's next content in ONE commit recording {@code cuts} (fenced on {@code base}): for a
      * continuous table whose query allows it and whose content reflects recorded cuts, one incremental step
      * over its source's change feed (IncrementalRefresh); otherwise the query run with every source pinned at
-     * its cut. Answers how the refresh was made ("incremental", "full: why").
+     * its cut. A table stored by its query's groups ({@link IncrementalRefresh#layout}) is written with its
+     * hidden state columns (AggregationState), a full refresh of it too ({@link IncrementalRefresh#whole}).
+     * {@code described}: the table as the server describes it, at the commit the write is fenced on. Answers
+     * how the refresh was made ("incremental", "full: why").
      */
     private String write(String[] table, JsonNode mt, Map<String, Long> cuts, String holder, String cutsJson,
-                         long base, StructType schema, boolean force) {
+                         JsonNode described, boolean force) {
         SparkSession spark = SparkSession.active();
         String target = quoted(catalog, table[0], table[1]);
+        long base = described.path("stream").path("lastCommit").asLong();
         IncrementalRefresh.Step step = null;
         try (DefiningScope ignored = new DefiningScope(spark, mt)) {
             String query = mt.path("queryText").asText();
@@ -883,6 +889,14 @@ final class StreamcatMaterialized {
             String[] only = cuts.size() == 1 ? cuts.keySet().iterator().next().split("\\.", 2) : null;
             JsonNode source = only != null ? client.get(CatalogRestClient.tablePath(only[0], only[1])) : null;
             IncrementalRefresh.Plan plan = plan(spark, query, new ArrayList<>(cuts.keySet()), source);
+            IncrementalRefresh.Layout layout = IncrementalRefresh.layout(plan);
+            boolean deltas = layout != null && layout.storedBy(described.path("properties"),
+                    StreamcatCatalog.primaryKeyOf(described));
+            StructType visible = (StructType) DataType.fromJson(described.path("schema").toString());
+            StructType schema = deltas ? AggregationState.withState(visible, StreamcatCatalog.properties(described))
+                    : visible;
+            String state = String.join(",", java.util.Arrays.copyOfRange(schema.fieldNames(), visible.size(),
+                    schema.size()));
             String method;
             if (!"continuous".equals(mt.path("effectiveRefreshMode").asText())) {
                 method = "full: the refresh mode is full";
@@ -894,6 +908,9 @@ final class StreamcatMaterialized {
                 JsonNode consumed = mt.path("sources").get(0).path("consumedCut");
                 if (mt.path("refreshCommit").asLong() == 0 || consumed.isNull()) {
                     method = "full: first refresh of this query";
+                } else if (!state.equals(stateWritten(table, mt.path("refreshCommit").asLong()))) {
+                    // say an AVG's function was set after its column was written: its rows have no sum and count
+                    method = "full: the hidden state (" + state + ") is not written yet";
                 } else {
                     long from = consumed.asLong();
                     String[] parts = plan.source().split("\\.", 2);
@@ -901,7 +918,6 @@ final class StreamcatMaterialized {
                     if (from < source.path("stream").path("retainedFrom").asLong(0)) {
                         method = "full: the change feed of " + plan.source() + " from cut " + from + " is expired";
                     } else {
-                        boolean deltas = storesDeltas(table, plan);
                         step = IncrementalRefresh.step(spark, plan, quoted(catalog, parts[0], parts[1]), from, to,
                                 target, base, schema, onlyAdds(source, parts, from, to), deltas);
                         method = step.fallback() != null ? "full: " + step.fallback() : "incremental: " + plan.kind()
@@ -916,7 +932,9 @@ final class StreamcatMaterialized {
                 Map<String, Long> pins = new HashMap<>();
                 cuts.forEach((k, v) -> pins.put(catalog + "." + k, v));
                 PINS.set(pins);
-                result = spark.sql(query);
+                String[] parts = deltas ? plan.source().split("\\.", 2) : null;
+                result = deltas ? IncrementalRefresh.whole(spark, plan, quoted(catalog, parts[0], parts[1]), schema)
+                        : spark.sql(query);
             }
             if (REHEARSAL.get() != null) {  // a dry run (rehearse): the step's job runs, and writes nothing
                 if (step != null && step.fallback() == null) {
@@ -927,10 +945,15 @@ final class StreamcatMaterialized {
             var writer = result.writeTo(target).option(HOLDER_OPTION, holder).option(CUTS_OPTION, cutsJson)
                     .option(PLAN_OPTION, plan.describe()).option(METHOD_OPTION, method)
                     .option(OptionKeys.EXPECTED_LAST_COMMIT, Long.toString(base));
-            if (step != null && step.fallback() == null && step.append()) {
-                writer.append();
-            } else {
-                writer.overwrite(functions.lit(true));
+            if (!state.isEmpty()) {
+                writer = writer.option(OptionKeys.COMMIT_PROPERTY + STATE_PROPERTY, state);
+            }
+            try (AggregationState.Scope written = AggregationState.loadedWith(deltas ? table[0] + "." + table[1] : null)) {
+                if (step != null && step.fallback() == null && step.append()) {
+                    writer.append();
+                } else {
+                    writer.overwrite(functions.lit(true));
+                }
             }
             return method;
         } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
@@ -938,6 +961,17 @@ final class StreamcatMaterialized {
         } finally {
             PINS.remove();
         }
+    }
+
+    /** The hidden state columns the table's refresh commit {@code commit} wrote ("" when none). */
+    private String stateWritten(String[] table, long commit) {
+        String commits = CatalogRestClient.streamPath(table[0], table[1]) + "/commits?after=" + (commit - 1) + "&limit=1";
+        for (JsonNode c : client.get(commits).path("commits")) {
+            if (c.path("number").asLong() == commit) {
+                return c.path("properties").path(STATE_PROPERTY).asText("");
+            }
+        }
+        return "";
     }
 
     /** Set on the thread of a dry run ({@link #rehearse}): {@link #write} runs the step's job and writes nothing. */
@@ -971,11 +1005,9 @@ final class StreamcatMaterialized {
         }
         String cutsJson = CatalogRestClient.JSON.valueToTree(cuts).toString();
         JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
-        long base = described.path("stream").path("lastCommit").asLong();
-        StructType schema = (StructType) DataType.fromJson(described.path("schema").toString());
         REHEARSAL.set(Boolean.TRUE);
         try {
-            String method = write(table, mt, cuts, "dry-run", cutsJson, base, schema, false);
+            String method = write(table, mt, cuts, "dry-run", cutsJson, described, false);
             return new Outcome("dry run", null, cutsJson, System.currentTimeMillis() - started, method);
         } catch (Exception e) {  // Spark's AnalysisException is checked, thrown undeclared
             throw failed(table, e);
@@ -1064,16 +1096,6 @@ final class StreamcatMaterialized {
             }
         }
         return plan;
-    }
-
-    /** Whether the table is stored as the plan's steps write only changed groups (IncrementalRefresh.Layout). */
-    private boolean storesDeltas(String[] table, IncrementalRefresh.Plan plan) {
-        IncrementalRefresh.Layout layout = IncrementalRefresh.layout(plan);
-        if (layout == null) {
-            return false;
-        }
-        JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
-        return layout.storedBy(described.path("properties"), StreamcatCatalog.primaryKeyOf(described));
     }
 
     /** Table properties bounding a deltas table's uncompacted rows: a fraction of its base's rows, a number. */

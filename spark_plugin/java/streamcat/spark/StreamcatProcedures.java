@@ -181,16 +181,17 @@ final class StreamcatProcedures {
         List<String> key = StreamcatCatalog.primaryKeyOf(info);
         SparkSession spark = SparkSession.active();
         String target = quoted(catalog, table);
-        Dataset<Row> state = spark.sql("SELECT * FROM " + target + " VERSION AS OF " + base);
         int partitions = (int) Math.max(1, Math.min(Integer.MAX_VALUE, (rows + rowsPerChunk - 1) / rowsPerChunk));
-        if (!key.isEmpty()) {
-            org.apache.spark.sql.Column[] columns = key.stream().map(state::col)
-                    .toArray(org.apache.spark.sql.Column[]::new);
-            state = state.repartitionByRange(partitions, columns).sortWithinPartitions(columns);
-        } else {
-            state = state.coalesce(partitions);
-        }
-        try {
+        // An aggregation table's hidden state (AggregationState) is read and written back with its columns.
+        try (AggregationState.Scope withState = AggregationState.loadedWith(table[0] + "." + table[1])) {
+            Dataset<Row> state = spark.sql("SELECT * FROM " + target + " VERSION AS OF " + base);
+            if (!key.isEmpty()) {
+                org.apache.spark.sql.Column[] columns = key.stream().map(state::col)
+                        .toArray(org.apache.spark.sql.Column[]::new);
+                state = state.repartitionByRange(partitions, columns).sortWithinPartitions(columns);
+            } else {
+                state = state.coalesce(partitions);
+            }
             state.writeTo(target).option(OptionKeys.COMPACT_BASE, Long.toString(base))
                     .option("rowsPerChunk", Long.toString(rowsPerChunk)).append();
         } catch (org.apache.spark.sql.catalyst.analysis.NoSuchTableException e) {
