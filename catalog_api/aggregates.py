@@ -119,6 +119,13 @@ def check_columns(aggregates: Mapping[str, FieldAggregate], columns: Mapping[str
             raise AggregateError(f"column {column} has a nested type; {aggregate.function} needs a comparable one")
 
 
+#: The Parquet field id of a file's first hidden state column (the next ones count up, in the file's column
+#: order): Iceberg readers project a file's columns by id and pass over ids the table's schema does not have,
+#: while Streamcat reads hidden columns by name. Far above any id a table assigns (they count up from 1), and
+#: below the ids Iceberg reserves (from 2147483447).
+HIDDEN_FIELD_IDS = 2_147_483_000
+
+
 def is_hidden(name: str) -> bool:
     """Whether ``name`` is a hidden state column's (it holds ``$``, which no table column's can)."""
     return HIDDEN_MARK in name

@@ -7,6 +7,7 @@ import json
 import uuid
 from typing import Any
 
+from catalog_api.aggregates import HIDDEN_FIELD_IDS, state_columns
 from catalog_api.iceberg.model import BEHIND_PROPERTY, COMMIT_PROPERTY, TableHistory
 from catalog_api.iceberg.schemas import highest_id, iceberg_spec, name_mapping
 from catalog_api.model import Table
@@ -40,7 +41,11 @@ def table_metadata(
     properties = dict(table.properties)
     properties[COMMIT_PROPERTY] = str(shown.cut if shown is not None else 0)
     properties[BEHIND_PROPERTY] = str(history.behind)
-    properties[NAME_MAPPING_PROPERTY] = json.dumps(name_mapping(schemas))
+    # a file written without field ids holds the hidden state columns by name: mapped to the ids the files that
+    # have ids give them, which no schema has, so that readers pass over them
+    hidden = [{"field-id": HIDDEN_FIELD_IDS + i, "names": [name]}
+              for i, (name, _) in enumerate(state_columns(table.properties))]
+    properties[NAME_MAPPING_PROPERTY] = json.dumps(name_mapping(schemas) + hidden)
     if table.comment:
         properties.setdefault("comment", table.comment)
     snapshots = history.snapshots if not refs_only or shown is None else (shown,)

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from catalog_api import storage
+from catalog_api.aggregates import HIDDEN_FIELD_IDS, is_hidden
 from catalog_api.model import Chunk
 from catalog_api.partitioning.spec import PartitionSpec
 from catalog_api.partitioning.transforms import split_by_partition
@@ -232,11 +233,15 @@ def _inner_struct(dtype: Any) -> dict[str, Any] | None:
     return dtype if isinstance(dtype, dict) and dtype.get("type") == "struct" else None
 
 
-def _fields_with_ids(fields: list[pa.Field], struct: dict[str, Any]) -> list[pa.Field]:
+def _fields_with_ids(fields: list[pa.Field], struct: dict[str, Any], top: bool = False) -> list[pa.Field]:
     by_name = {f["name"]: f for f in struct.get("fields", [])}
     out = []
+    hidden = 0
     for f in fields:
         column = by_name.get(f.name)
+        if column is None and top and is_hidden(f.name):
+            f = f.with_metadata({**(f.metadata or {}), PARQUET_FIELD_ID: str(HIDDEN_FIELD_IDS + hidden).encode()})
+            hidden += 1
         if column is None:
             out.append(f)
             continue
@@ -251,10 +256,12 @@ def _fields_with_ids(fields: list[pa.Field], struct: dict[str, Any]) -> list[pa.
 def with_field_ids(table: pa.Table, schema: dict[str, Any]) -> pa.Table:
     """``table`` whose columns (nested struct fields too) carry the field ids of ``schema`` (the rows'
     schema version, StructType JSON), matched by name, as Parquet field ids: pyarrow writes an Arrow
-    field's ``PARQUET:field_id`` metadata into the file."""
+    field's ``PARQUET:field_id`` metadata into the file. Hidden state columns get ids from
+    :data:`~catalog_api.aggregates.HIDDEN_FIELD_IDS` up."""
     if not has_field_ids(schema):
         return table
-    return table.cast(pa.schema(_fields_with_ids(list(table.schema), schema), metadata=table.schema.metadata))
+    return table.cast(pa.schema(_fields_with_ids(list(table.schema), schema, top=True),
+                                metadata=table.schema.metadata))
 
 
 def write_columnar_chunk(location: str, path: str, table: pa.Table, encoding_id: int,

@@ -8,9 +8,10 @@ current schema, and commits them as one ``compaction`` commit with base cut m th
 every chunk visible at m. The new chunks' changes sort at m, so appends and primary-key
 row-level commits made meanwhile stay after them and the compaction does not conflict with
 them; change feeds and streaming reads skip compaction commits (docs/changelog-tables.md). An aggregation
-table's hidden state columns (``avg``'s ``<column>$sum`` and ``<column>$count``, ``$rows``) are written too, by
-name and without field ids, beside the visible columns the merge computed from them (an ``avg`` holds its
-average, so a scan of the table's own columns needs no merge).
+table's hidden state columns (``avg``'s ``<column>$sum`` and ``<column>$count``, ``$rows``) are written too
+(read by name; their ids, :data:`catalog_api.aggregates.HIDDEN_FIELD_IDS`, are ones no schema has), beside
+the visible columns the merge computed from them (an ``avg`` holds its average, so a scan of the table's own
+columns needs no merge).
 
 A partitioned table's compaction keeps partitions (docs/partitioning.md): the merged state is split by
 the table's current partition spec, and each output chunk holds the rows of one partition and carries

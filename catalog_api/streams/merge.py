@@ -127,7 +127,7 @@ class TableLayout:
         return tuple(name for name, _ in self.state)
 
     def state_fields(self) -> list[pa.Field]:
-        """The hidden state columns as nullable Arrow fields (without field ids: files hold them by name)."""
+        """The hidden state columns as nullable Arrow fields (read by name: their ids mean nothing to Streamcat)."""
         return [pa.field(name, _STATE_TYPES[kind]) for name, kind in self.state]
 
     def merge_columns(self) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import pytest
 from catalog_api.client import CatalogClient
 from catalog_api.streams.reader import StreamReader
 from registry.client import RegistryClient
+from tests.iceberg.clients import duck, pyiceberg
 from tests.spark.helpers import describe, rows
 from tests.spark.test_materialized import call, commits
 
@@ -186,6 +187,11 @@ def test_avg_and_the_row_count_are_kept_in_hidden_state(spark: Any, spark_server
     before = sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue"))
     spark.sql(f"CALL streamcat.system.compact(table => '{scope}.revenue')")
     assert sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue")) == before
+    # Iceberg clients read the compacted files (hidden columns in them, without field ids) as the table shows.
+    iceberg = pyiceberg(spark_server).load_table(f"{scope}.revenue").scan().to_arrow()
+    assert sorted(tuple(r.values()) for r in iceberg.to_pylist()) == before
+    duckdb = duck(spark_server).execute(f"SELECT * FROM ice.{scope}.revenue").fetchall()
+    assert sorted(duckdb) == before
     spark.sql(f"INSERT INTO {orders} VALUES (502, 'item1', 7, 1), (503, 'item7', 2, 2)")
     spark.sql(f"DELETE FROM {orders} WHERE id = 501")
     step(spark, scope)

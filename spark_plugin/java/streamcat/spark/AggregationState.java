@@ -1,11 +1,16 @@
 package streamcat.spark;
 
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
 import org.apache.spark.sql.connector.catalog.Identifier;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 
@@ -39,24 +44,38 @@ final class AggregationState {
         return column + "$count";
     }
 
-    /** {@code schema} with the hidden columns {@code properties} declare appended (all nullable), or as it is. */
+    /**
+     * {@code schema} with the hidden columns {@code properties} declare appended (all nullable), or as it is: each
+     * {@code avg} column's sum and count (by the columns' names), then {@code $rows}. Each carries a Parquet field
+     * id from {@link #FIELD_IDS} up, in that order, so that Iceberg readers, which project a file's columns by id,
+     * pass over them (Streamcat reads them by name).
+     */
     static StructType withState(StructType schema, Map<String, String> properties) {
         if (!"aggregation".equalsIgnoreCase(properties.getOrDefault("merge-engine", "").strip())) {
             return schema;
         }
-        StructType out = schema;
-        for (StructField field : schema.fields()) {
-            String function = properties.getOrDefault("fields." + field.name() + ".aggregate-function", "");
+        List<StructField> hidden = new ArrayList<>();
+        Arrays.stream(schema.fieldNames()).sorted().forEach(name -> {
+            String function = properties.getOrDefault("fields." + name + ".aggregate-function", "");
             if (AVG.equals(function.strip().toLowerCase(Locale.ROOT))) {
-                out = out.add(sum(field.name()), DataTypes.DoubleType, true)
-                        .add(count(field.name()), DataTypes.LongType, true);
+                hidden.add(new StructField(sum(name), DataTypes.DoubleType, true, Metadata.empty()));
+                hidden.add(new StructField(count(name), DataTypes.LongType, true, Metadata.empty()));
             }
-        }
+        });
         if (ROWS.equals(properties.getOrDefault(ROW_COUNT_FIELD, "").strip())) {
-            out = out.add(ROWS, DataTypes.LongType, true);
+            hidden.add(new StructField(ROWS, DataTypes.LongType, true, Metadata.empty()));
+        }
+        StructType out = schema;
+        for (int i = 0; i < hidden.size(); i++) {
+            StructField field = hidden.get(i);
+            out = out.add(field.name(), field.dataType(), true,
+                    new MetadataBuilder().putLong(FieldIds.FIELD_ID, FIELD_IDS + i).build());
         }
         return out;
     }
+
+    /** The field id of the first hidden column of a file (catalog_api.aggregates.HIDDEN_FIELD_IDS). */
+    static final long FIELD_IDS = 2_147_483_000L;
 
     /** What {@link #loadedWith} answers: closing it ends the loading with hidden state. */
     interface Scope extends AutoCloseable {
