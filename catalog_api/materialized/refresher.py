@@ -16,7 +16,9 @@ continuous tables it saw: steps follow the sources closely (their trigger is tha
 the lag stays near the time of a step or two, well inside the freshness.
 Before a continuous table's first step, the refresher warms its session with dry runs of that step
 (``refresh_materialized_table(dry_run => true)``: the step's own code and Spark job, writing nothing), so that
-the first step after a start costs what later ones cost (:meth:`Refresher.warm`).
+the first step after a start costs what later ones cost (:meth:`Refresher.warm`). Warming yields to due work:
+a dry run runs in a thread of its own under a Spark job group of its own, and is cancelled as soon as any table
+becomes due (:meth:`Refresher.dry_run`), so that a table whose source moves never waits for another's warm-up.
 Only the client side of the project is imported here (plus pyspark).
 """
 
@@ -27,7 +29,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -43,18 +45,33 @@ MIN_PASS_SECONDS = 0.2
 #: more than WARMING times faster than the one before (still warming), at most MAX_DRY_RUNS.
 MAX_DRY_RUNS = 4
 WARMING = 1.5
+#: How often, while a dry run is under way, the refresher asks the server whether a table has become due (one
+#: list of the materialized tables per scope).
+CHECK_SECONDS = 0.2
+
+
+class Interrupted(Exception):
+    """A dry run cancelled because due work came first (:meth:`Refresher.dry_run`); ``reason`` says which,
+    e.g. ``shop.clicks was due``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 @dataclass(frozen=True)
 class Attempt:
     """What one pass did with one table: ``succeeded``, ``unchanged`` (no source had moved), ``failed`` (the
-    error is recorded on the table too), ``skipped`` (not due, or another refresher had it), or ``warmed`` /
-    ``not warmed`` (:meth:`Refresher.warm`); ``detail`` says how (duration, commit, method), why it failed, or
-    why it was skipped, in one line."""
+    error is recorded on the table too), ``skipped`` (not due, or another refresher had it; for warming: a due
+    table came first), or ``warmed`` / ``not warmed`` (:meth:`Refresher.warm`: its dry run failed, or was
+    interrupted by due work); ``detail`` says how (duration, commit, method), why it failed, or why it was
+    skipped, in one line."""
 
     table: str
     outcome: str
     detail: str = ""
+    #: warming that gave way to due work (:meth:`Refresher.warm`): the loop's next pass follows at once
+    yielded: bool = False
 
     def line(self) -> str:
         """The attempt as one line of the refresher's output."""
@@ -158,6 +175,8 @@ class Refresher:
         self.seen: list[dict[str, Any]] = []
         #: the continuous tables (:func:`warm_key`) this session has run a dry run or a step of
         self.warmed: set[tuple[str, str, str]] = set()
+        #: how many dry runs it has started (each under the Spark job group ``<holder>: dry run <n> of <table>``)
+        self.dry_runs = 0
 
     @staticmethod
     def new_holder() -> str:
@@ -191,50 +210,112 @@ class Refresher:
             return Attempt(label, outcome, f"no source moved past the cuts of commit {commit} ({took})")
         return Attempt(label, outcome, f"commit {commit} in {took}{method}")
 
-    def dry_run(self, label: str) -> tuple[float, str]:
-        """``refresh_materialized_table(dry_run => true)`` of one table: seconds taken, and how its step is made."""
-        started = time.monotonic()
-        rows = self.spark.sql(
-            f"CALL `{self.catalog.replace('`', '``')}`.system.refresh_materialized_table("
-            "table => :table, dry_run => true)", args={"table": label}).collect()
-        return time.monotonic() - started, (rows[0]["method"] if rows else None) or "nothing to run"
+    def dry_run(self, label: str, interrupt: Callable[[], str | None] = lambda: None) -> tuple[float, str]:
+        """``refresh_materialized_table(dry_run => true)`` of one table: seconds taken, and how its step is made.
 
-    def warm(self, tables: Iterable[dict[str, Any]] | None = None) -> list[Attempt]:
-        """Prepare the session for the first step of each continuous table (of ``tables``, default: all) it has
-        not stepped yet and that is not due now: dry runs of its step (:data:`MAX_DRY_RUNS`). The first loads
-        and compiles what the step runs (the catalog and its procedures, the query's analysis, which the session
-        keeps, the change feed's read, the step's job and write, Python workers when that path uses them) and
-        costs what a cold step costs; the next ones, at a warm step's price, let the JIT compile the rest. A
-        table that is due now, or becomes due between dry runs, is left to its step, which does the same at once
-        (a dry run would only delay it)."""
-        attempts = []
-        now = int(time.time() * 1000)
-        for table in self.tables() if tables is None else tables:
-            key = warm_key(table)
-            if key is None or key in self.warmed or is_due(table, now, self.holder) or self.due(table):
-                continue
-            label = f"{table['scopeName']}.{table['tableName']}"
-            self.warmed.add(key)
+        The call runs in a thread of its own under a Spark job group of its own (a classic session with pinned
+        threads, PySpark's default: the group is that Python thread's), while this thread asks ``interrupt``
+        every :data:`CHECK_SECONDS` whether due work came first (why, or ``None``). When it did, the group is
+        cancelled, its running job and any it would start later (``cancelJobGroupAndFutureJobs``), the dry run
+        is waited for and :class:`Interrupted` raised. What a cancel cannot cut short is the driver's part under
+        way (the CALL's resolution, the query's analysis and planning: its job is refused when it is submitted)
+        and an executor's task until its next check for a kill (measured: within a row or two). A cancelled
+        dry run leaves what a failed one leaves: nothing (StreamcatMaterialized.rehearseWrite deletes the
+        temporary directory it writes into, whatever happens)."""
+        self.dry_runs += 1
+        group = f"{self.holder}: dry run {self.dry_runs} of {label}"
+        context = self.spark.sparkContext
+        answer: list[Any] = []
+        failure: list[Exception] = []
+
+        def call() -> None:
             try:
-                runs = [self.dry_run(label)]
-                # A source that moves meanwhile makes the table due: its step then warms the rest at once.
-                while len(runs) < MAX_DRY_RUNS and not self.due(table) and (
-                        len(runs) < 2 or runs[-1][0] * WARMING < runs[-2][0]):
-                    runs.append(self.dry_run(label))
+                context.setJobGroup(group, f"dry run of the step of {label}", interruptOnCancel=True)
+                answer.extend(self.spark.sql(
+                    f"CALL `{self.catalog.replace('`', '``')}`.system.refresh_materialized_table("
+                    "table => :table, dry_run => true)", args={"table": label}).collect())
+            except Exception as e:  # raised again in the caller's thread
+                failure.append(e)
+
+        started = time.monotonic()
+        worker = threading.Thread(target=call, name=group, daemon=True)
+        worker.start()
+        why = None
+        try:
+            while why is None and worker.is_alive():
+                worker.join(CHECK_SECONDS)
+                if worker.is_alive():
+                    why = interrupt()
+        finally:
+            if worker.is_alive():  # due work came first (or asking failed): nothing may run beside the next step
+                context._jsc.sc().cancelJobGroupAndFutureJobs(group, f"the refresher yields to due work: {why}")
+                worker.join()
+        if why is not None:
+            raise Interrupted(why)
+        if failure:
+            raise failure[0]
+        return time.monotonic() - started, (answer[0]["method"] if answer else None) or "nothing to run"
+
+    def warm(self, tables: Iterable[dict[str, Any]] | None = None,
+             stop: threading.Event | None = None) -> list[Attempt]:
+        """Prepare the session for the first step of each continuous table (of ``tables``, default: all) it has
+        not stepped yet: dry runs of its step (:data:`MAX_DRY_RUNS`). The first loads and compiles what the step
+        runs (the catalog and its procedures, the query's analysis, which the session keeps, the change feed's
+        read, the step's job and write, Python workers when that path uses them) and costs what a cold step
+        costs; the next ones, at a warm step's price, let the JIT compile the rest.
+
+        Warming yields to due work: before each dry run, and every :data:`CHECK_SECONDS` during one, it asks the
+        server whether any table is due (:meth:`first_due`; ``stop`` set counts too). When one is (the table
+        being warmed included: its step warms it at once), the dry run under way is cancelled
+        (:meth:`dry_run`) and warming stops, so that the loop steps the due tables now: the table whose warming
+        was cut is ``not warmed: interrupted (S.u was due)``, those not begun ``skipped``, and a later pass warms
+        them (a cut warming never counts as done)."""
+        waiting = [(key, table) for table in (self.tables() if tables is None else tables)
+                   if (key := warm_key(table)) is not None and key not in self.warmed]
+
+        def interrupt() -> str | None:
+            if stop is not None and stop.is_set():
+                return "the refresher is stopping"
+            try:
+                due = self.first_due()
+            except Exception as e:  # not the dry run's failure: warming stops, and the next pass retries it
+                return f"the server could not say what is due: {one_line(e)}"
+            return None if due is None else f"{due} was due"
+
+        attempts = []
+        for number, (key, table) in enumerate(waiting):
+            label = f"{table['scopeName']}.{table['tableName']}"
+            runs: list[tuple[float, str]] = []
+            begun = False
+            try:
+                while len(runs) < MAX_DRY_RUNS and (len(runs) < 2 or runs[-1][0] * WARMING < runs[-2][0]):
+                    why = interrupt()
+                    if why is not None:
+                        raise Interrupted(why)
+                    begun = True
+                    runs.append(self.dry_run(label, interrupt))
+            except Interrupted as e:
+                if begun:
+                    attempts.append(Attempt(label, "not warmed", f"interrupted ({e.reason})", yielded=True))
+                attempts.extend(Attempt(f"{t['scopeName']}.{t['tableName']}", "skipped",
+                                        f"warming put off ({e.reason})", yielded=True)
+                                for _, t in waiting[number + 1 if begun else number:])
+                return attempts
             except Exception as e:  # its refresh will meet the same cause, and record it on the table
+                self.warmed.add(key)
                 attempts.append(Attempt(label, "not warmed", f"the dry run failed: {one_line(e)}"))
                 continue
+            self.warmed.add(key)
             took = ", ".join(f"{seconds:.1f} s" for seconds, _ in runs)
             attempts.append(Attempt(label, "warmed", f"dry runs of its step in {took} ({runs[-1][1]})"))
         return attempts
 
-    def due(self, table: dict[str, Any]) -> bool:
-        """Whether ``table`` (a REST answer seen earlier) is due now, asked of the server again."""
+    def first_due(self) -> str | None:
+        """The first table (of its scopes) that is due now, asked of the server anew, as ``scope.table``; or
+        ``None``."""
         now = int(time.time() * 1000)
-        for fresh in self.client.list_materialized_tables(table["scopeName"]):
-            if fresh["tableName"] == table["tableName"]:
-                return is_due(fresh, now, self.holder)
-        return False
+        return next((f"{t['scopeName']}.{t['tableName']}" for t in self.tables() if is_due(t, now, self.holder)),
+                    None)
 
     def run_once(self) -> list[Attempt]:
         """One pass: refresh every due table, one after the other; a table that is not due is ``skipped``,
@@ -256,18 +337,28 @@ class Refresher:
 
     def run(self, poll_seconds: float = 5.0, stop: threading.Event | None = None) -> None:
         """Passes every ``poll_seconds`` (less for continuous tables: :func:`pass_interval`) until ``stop``
-        is set (or forever); after each, the continuous tables it saw first are warmed (:meth:`warm`)."""
+        is set (or forever); after each, the continuous tables it saw first are warmed (:meth:`warm`). Warming
+        that gave way to due work is followed by the next pass at once (after :data:`MIN_PASS_SECONDS`)."""
         stop = stop or threading.Event()
         while not stop.is_set():
+            hurry = False
             try:
-                for attempt in [*self.run_once(), *self.warm(self.seen)]:
-                    if attempt.outcome == "failed":
-                        log.warning("%s", attempt.line())
-                    else:
-                        log.log(logging.DEBUG if attempt.outcome == "skipped" else logging.INFO, "%s", attempt.line())
+                _log(self.run_once())
+                warming = self.warm(self.seen, stop)
+                _log(warming)
+                hurry = any(attempt.yielded for attempt in warming)
             except Exception:  # the server is unreachable for a while: try again at the next pass
                 log.exception("refresher pass failed")
-            stop.wait(pass_interval(self.seen, poll_seconds))
+            stop.wait(MIN_PASS_SECONDS if hurry else pass_interval(self.seen, poll_seconds))
+
+
+def _log(attempts: Iterable[Attempt]) -> None:
+    """The attempts of a pass in the refresher's log: failures as warnings, skipped tables at DEBUG."""
+    for attempt in attempts:
+        if attempt.outcome == "failed":
+            log.warning("%s", attempt.line())
+        else:
+            log.log(logging.DEBUG if attempt.outcome == "skipped" else logging.INFO, "%s", attempt.line())
 
 
 def warm_key(table: dict[str, Any]) -> tuple[str, str, str] | None:

@@ -6,7 +6,8 @@
 Several may run against one server: each table is refreshed by one refresher at a time (a lease in
 the database), and a refresher that dies is taken over when its lease expires (docs/materialized-tables.md).
 Continuous tables are stepped incrementally from their source's change feed where their query allows; before
-the first pass, the refresher warms its session with dry runs of their steps and says how long that took.
+the first pass, the refresher warms its session with dry runs of their steps and says how long that took (a table
+that becomes due meanwhile cuts the warming short: it is stepped first, and the rest warmed after).
 
 The server is asked for the tables before Spark starts: an unreachable server or refused credentials is
 one line and exit status 1, not a Spark start-up. Spark keeps its catalog in memory and its warehouse in a
@@ -67,7 +68,7 @@ def _tables(client: CatalogClient, server: str, scopes: tuple[str, ...]) -> list
 
 def warm(refresher: Refresher, started: float) -> None:
     """Warm the new session before the first pass (Refresher.warm), saying so: what it warms, each table's dry
-    runs, and how long it took from the start of Spark."""
+    runs (or that due work interrupted them), and how long it took from the start of Spark."""
     tables = list(refresher.tables())  # anew: a source may have moved while Spark started
     continuous = sum(1 for table in tables if warm_key(table) is not None)
     click.echo(f"refresher {refresher.holder}: warming: Spark session up in {time.monotonic() - started:.1f} s; "
@@ -125,6 +126,12 @@ def refresher_command(master: str, uri: str | None, catalog: str, once: bool, po
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
         spark.sparkContext.setLogLevel("INFO" if verbose else "WARN")
+        if not verbose:
+            # A dry run cancelled for due work (Refresher.dry_run) makes Spark's file writer log its abort with a
+            # stack trace, where the refresher says "interrupted" in one line; only dry runs use that writer.
+            jvm: Any = spark._jvm
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+                "org.apache.spark.sql.execution.datasources.FileFormatWriter", jvm.org.apache.logging.log4j.Level.OFF)
         try:
             refresher = Refresher(spark, client, catalog, refresher_name, lease_seconds, scopes)
             if once:
