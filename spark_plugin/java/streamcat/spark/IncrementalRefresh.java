@@ -794,13 +794,43 @@ final class IncrementalRefresh {
 
     /**
      * The whole content of a table stored by {@link #layout}, hidden state included: the source (which the
-     * caller pins at its cut) as rows that all arrive, through the query's filters and projections, summed per
-     * group as a step sums its feed. What a full refresh of such a table writes, so that the steps after it add
-     * to the same state.
+     * caller pins at its cut) through the query's filters and projections, aggregated per group into the
+     * columns a step's deltas have ({@link #deltaRows}: an AVG as its sum and count, the row count when no
+     * COUNT(*) shows it). What a full refresh of such a table writes, so that the steps after it add to the same
+     * state; one aggregation, as the query's own.
      */
     static Dataset<Row> whole(SparkSession spark, Plan plan, String sourceName, StructType target) {
         Dataset<Row> rows = replay(plan, spark.table(sourceName).withColumn(SIGN, functions.lit(1)));
-        return conform(deltaRows(plan, summed(plan, feedContributions(plan, rows, target))), target);
+        List<Column> keys = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            keys.add(column(plan.groups().get(g)).cast(groupType(plan, g, target)).as(key(g)));
+        }
+        List<Output> outputs = plan.outputs();
+        List<Column> values = new ArrayList<>();
+        for (int i = 0; i < outputs.size(); i++) {
+            Output o = outputs.get(i);
+            if (o.kind().equals(Output.KEY)) {
+                continue;
+            }
+            Column arg = column(o.argument());
+            DataType type = typeOf(target, o.name(), o.argument().dataType());
+            switch (o.kind()) {
+                case Output.COUNT -> values.add(functions.count(arg).as(part("", i)));
+                case Output.SUM -> values.add(functions.sum(arg.cast(type)).as(part("", i)));
+                case Output.AVG -> {
+                    values.add(functions.sum(arg.cast(DataTypes.DoubleType)).as(part("", i)));
+                    values.add(functions.count(arg).as(part("nn", i)));
+                }
+                case Output.MIN -> values.add(functions.min(arg.cast(type)).as(part("", i)));
+                default -> values.add(functions.max(arg.cast(type)).as(part("", i)));
+            }
+        }
+        if (groupCount(outputs) < 0) {
+            values.add(functions.count(functions.lit(1)).as(ROWS));
+        }
+        Dataset<Row> grouped = rows.groupBy(keys.toArray(new Column[0]))
+                .agg(values.get(0), values.subList(1, values.size()).toArray(new Column[0]));
+        return conform(deltaRows(plan, grouped), target);
     }
 
     /** Whether an output column is one of these kinds. */
