@@ -591,10 +591,7 @@ final class IncrementalRefresh {
      * and whether the row leaves ({@code __streamcat_leaving}).
      */
     private static Dataset<Row> feedContributions(Plan plan, Dataset<Row> rows, StructType target) {
-        List<Column> columns = new ArrayList<>();
-        for (int g = 0; g < plan.groups().size(); g++) {
-            columns.add(column(plan.groups().get(g)).cast(groupType(plan, g, target)).as(key(g)));
-        }
+        List<Column> columns = groupKeys(plan, target);
         Column sign = col(SIGN);
         List<Output> outputs = plan.outputs();
         for (int i = 0; i < outputs.size(); i++) {
@@ -622,6 +619,15 @@ final class IncrementalRefresh {
         }
         columns.add(functions.when(sign.lt(0), functions.lit(1L)).otherwise(functions.lit(0L)).as(LEAVING));
         return rows.select(columns.toArray(new Column[0]));
+    }
+
+    /** The query's GROUP BY expressions over the source's (or its feed's) rows, of the table's key types. */
+    private static List<Column> groupKeys(Plan plan, StructType target) {
+        List<Column> keys = new ArrayList<>();
+        for (int g = 0; g < plan.groups().size(); g++) {
+            keys.add(column(plan.groups().get(g)).cast(groupType(plan, g, target)).as(key(g)));
+        }
+        return keys;
     }
 
     /** The first output column that shows a group's key (analysis made sure there is one). */
@@ -801,10 +807,7 @@ final class IncrementalRefresh {
      */
     static Dataset<Row> whole(SparkSession spark, Plan plan, String sourceName, StructType target) {
         Dataset<Row> rows = replay(plan, spark.table(sourceName).withColumn(SIGN, functions.lit(1)));
-        List<Column> keys = new ArrayList<>();
-        for (int g = 0; g < plan.groups().size(); g++) {
-            keys.add(column(plan.groups().get(g)).cast(groupType(plan, g, target)).as(key(g)));
-        }
+        List<Column> keys = groupKeys(plan, target);
         List<Output> outputs = plan.outputs();
         List<Column> values = new ArrayList<>();
         for (int i = 0; i < outputs.size(); i++) {
