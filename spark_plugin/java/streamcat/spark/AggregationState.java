@@ -29,6 +29,7 @@ final class AggregationState {
     /** The hidden column that counts a key's rows, when {@code 'aggregation.row-count-field'} names it. */
     static final String ROWS = "$rows";
     static final String ROW_COUNT_FIELD = "aggregation.row-count-field";
+    static final String MERGE_ENGINE = "merge-engine";
     static final String AVG = "avg";
 
     private AggregationState() {
@@ -51,7 +52,7 @@ final class AggregationState {
      * pass over them (Streamcat reads them by name).
      */
     static StructType withState(StructType schema, Map<String, String> properties) {
-        if (!"aggregation".equalsIgnoreCase(properties.getOrDefault("merge-engine", "").strip())) {
+        if (!"aggregation".equalsIgnoreCase(properties.getOrDefault(MERGE_ENGINE, "").strip())) {
             return schema;
         }
         List<StructField> hidden = new ArrayList<>();
@@ -95,7 +96,8 @@ final class AggregationState {
 
     /** Called by the catalog's loadTable: whether the table is to be loaded with its hidden state columns. */
     static boolean loadsWithState(Identifier ident) {
-        return ident.namespace().length == 1
-                && (ident.namespace()[0] + "." + ident.name()).equalsIgnoreCase(String.valueOf(LOADED_WITH_STATE.get()));
+        String table = LOADED_WITH_STATE.get();
+        return table != null && ident.namespace().length == 1
+                && table.equalsIgnoreCase(ident.namespace()[0] + "." + ident.name());
     }
 }

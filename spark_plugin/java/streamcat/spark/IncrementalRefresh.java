@@ -117,8 +117,6 @@ final class IncrementalRefresh {
 
     /** What a step that wrote only the changed groups' deltas says it did (beside "incremental: "). */
     static final String DELTAS = " (changed groups)";
-    static final String MERGE_ENGINE = "merge-engine";
-    static final String ROW_COUNT_FIELD = AggregationState.ROW_COUNT_FIELD;
 
     /**
      * How a grouped aggregate's table is stored so that a step writes only the changed groups: a primary-key
@@ -179,7 +177,7 @@ final class IncrementalRefresh {
             key.add(keyOutput(plan, g).name());
         }
         Map<String, String> properties = new LinkedHashMap<>();
-        properties.put(MERGE_ENGINE, "aggregation");
+        properties.put(AggregationState.MERGE_ENGINE, "aggregation");
         List<Output> outputs = plan.outputs();
         for (Output o : outputs) {
             String function = switch (o.kind()) {
@@ -194,7 +192,7 @@ final class IncrementalRefresh {
             }
         }
         int count = groupCount(outputs);
-        properties.put(ROW_COUNT_FIELD, count >= 0 ? outputs.get(count).name() : AggregationState.ROWS);
+        properties.put(AggregationState.ROW_COUNT_FIELD, count >= 0 ? outputs.get(count).name() : AggregationState.ROWS);
         return new Layout(key, properties);
     }
 

@@ -344,7 +344,7 @@ final class StreamcatMaterialized {
     private void keepsGroups(String[] table, String query, StructType next) {
         JsonNode described = client.get(CatalogRestClient.tablePath(table[0], table[1]));
         JsonNode properties = described.path("properties");
-        if (!"aggregation".equals(properties.path(IncrementalRefresh.MERGE_ENGINE).asText())) {
+        if (!"aggregation".equals(properties.path(AggregationState.MERGE_ENGINE).asText())) {
             return;
         }
         List<String> key = StreamcatCatalog.primaryKeyOf(described);
@@ -355,7 +355,7 @@ final class StreamcatMaterialized {
                     + ") and adds up the rows written per key: a new query must GROUP BY the same columns "
                     + "(drop the table and create it again for another grouping)");
         }
-        String counted = properties.path(IncrementalRefresh.ROW_COUNT_FIELD).asText("");
+        String counted = properties.path(AggregationState.ROW_COUNT_FIELD).asText("");
         if (!counted.isEmpty() && !counted.equals(AggregationState.ROWS)
                 && java.util.Arrays.stream(next.fieldNames()).noneMatch(counted::equalsIgnoreCase)) {
             throw Refusal.invalid(name + " counts each group's rows in column " + counted
@@ -908,7 +908,7 @@ final class StreamcatMaterialized {
                 JsonNode consumed = mt.path("sources").get(0).path("consumedCut");
                 if (mt.path("refreshCommit").asLong() == 0 || consumed.isNull()) {
                     method = "full: first refresh of this query";
-                } else if (!state.equals(stateWritten(table, mt.path("refreshCommit").asLong()))) {
+                } else if (deltas && !state.equals(stateWritten(table, mt.path("refreshCommit").asLong()))) {
                     // say an AVG's function was set after its column was written: its rows have no sum and count
                     method = "full: the hidden state (" + state + ") is not written yet";
                 } else {

@@ -252,7 +252,7 @@ final class StreamcatTable implements SupportsRead, SupportsWrite, SupportsRowLe
     @Override
     public RowLevelOperationBuilder newRowLevelOperationBuilder(RowLevelOperationInfo info) {
         refuseIfMaterialized(Map.of());
-        if ("aggregation".equalsIgnoreCase(properties.getOrDefault("merge-engine", ""))
+        if ("aggregation".equalsIgnoreCase(properties.getOrDefault(AggregationState.MERGE_ENGINE, ""))
                 && info.command() != RowLevelOperation.Command.DELETE) {
             // a row an UPDATE or MERGE writes would be one more input of the aggregates, not their new value
             throw Refusal.unsupported(info.command() + " of " + name + ": an aggregation table's rows are the "
