@@ -10,7 +10,8 @@ column that counts each key's rows: a key whose count sums to 0 or less (or null
 Some results are kept through **hidden state columns**, whose names hold ``$`` (no table column can: Avro names
 cannot) and which follow from the properties alone (:func:`state_columns`): ``avg`` keeps ``<column>$sum`` and
 ``<column>$count``, and ``'aggregation.row-count-field' = '$rows'`` counts rows in a hidden ``$rows``. They are
-in chunk files (by name, without field ids) and in the engine's merge, never in the table's schema.
+in chunk files (read by name; their ids, :data:`HIDDEN_FIELD_IDS`, are none a schema has) and in the engine's
+merge, never in the table's schema.
 docs/changelog-tables.md has the semantics; this module is
 plain Python (no pyarrow) so that the server validates what the data plane applies.
 """

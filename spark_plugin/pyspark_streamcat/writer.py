@@ -24,9 +24,9 @@ recording the cut the statement read, after the conflict check of
 
 An aggregation table's hidden state columns (an ``avg``'s ``<column>$sum`` and ``<column>$count``, ``$rows``:
 ``catalog_api.aggregates.state_columns``) reach the writer as columns appended to the table's when a
-materialized table's refresh or a compaction writes them; they go into the chunk files by name, without field
-ids. A write schema column whose name holds ``$`` and that the table does not declare is refused
-(:func:`check_hidden_columns`).
+materialized table's refresh or a compaction writes them; they go into the chunk files by name (with ids no
+schema has: ``catalog_api.aggregates.HIDDEN_FIELD_IDS``). A write schema column whose name holds ``$`` and that
+the table does not declare is refused (:func:`check_hidden_columns`).
 
 Partitioned tables (whose current partition spec has fields): every columnar
 chunk holds the rows of one partition and records it (``Chunk.partition`` = ``{"specId", "values"}``).
@@ -159,8 +159,8 @@ def check_hidden_columns(schema: StructType, properties: Mapping[str, str], name
     table ``name``'s ``properties`` declare (``catalog_api.aggregates.state_columns``), of its type.
 
     A materialized table's refresh writes an aggregation table's state (an ``avg``'s ``<column>$sum`` and
-    ``<column>$count``, ``$rows``) as columns appended to the table's: the chunks hold them by name, without
-    field ids, and readers merge them but never show them. Any other such column is refused, not written.
+    ``<column>$count``, ``$rows``) as columns appended to the table's: the chunks hold them by name, and readers
+    merge them but never show them. Any other such column is refused, not written.
     """
     from catalog_api.aggregates import is_hidden, state_columns
 

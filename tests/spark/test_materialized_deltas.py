@@ -187,7 +187,7 @@ def test_avg_and_the_row_count_are_kept_in_hidden_state(spark: Any, spark_server
     before = sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue"))
     spark.sql(f"CALL streamcat.system.compact(table => '{scope}.revenue')")
     assert sorted(rows(spark, f"SELECT * FROM streamcat.{scope}.revenue")) == before
-    # Iceberg clients read the compacted files (hidden columns in them, without field ids) as the table shows.
+    # Iceberg clients read the compacted files (hidden columns in them, under ids no schema has) as the table shows.
     iceberg = pyiceberg(spark_server).load_table(f"{scope}.revenue").scan().to_arrow()
     assert sorted(tuple(r.values()) for r in iceberg.to_pylist()) == before
     duckdb = duck(spark_server).execute(f"SELECT * FROM ice.{scope}.revenue").fetchall()
