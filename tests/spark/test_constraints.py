@@ -104,6 +104,13 @@ def test_add_constraint_over_violating_rows_is_refused_and_drop_lifts_it(spark: 
     assert rows(spark, f"SELECT count(*) FROM {table}") == [(2,)]
 
 
+def _register_rules(server: str, subject: str, *rules: Rule) -> None:
+    """Registers the subject's latest schema again through the stock client, with ``rules`` as its rule set."""
+    sr = SchemaRegistryClient({"url": server})
+    latest = sr.get_latest_version(subject)
+    sr.register_schema(subject, Schema(latest.schema.schema_str, "AVRO", [], None, RuleSet(None, list(rules))))
+
+
 def _rules() -> RuleRegistry:
     registry = RuleRegistry()
     registry.register_executor(CelExecutor())
@@ -137,12 +144,9 @@ def test_a_cel_rule_added_through_the_confluent_api_refuses_a_spark_insert(spark
                                                                           spark_server: str) -> None:
     table = f"streamcat.{scope}.shipments"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, weight INT, label STRING) USING avro")
-    subject = f":.{scope}:shipments"
-    sr = SchemaRegistryClient({"url": spark_server})
-    latest = sr.get_latest_version(subject)
     rule = Rule("light_enough", None, RuleKind.CONDITION, RuleMode.WRITE, "CEL", None, None,
                 "message.weight < 1000 && size(message.label) > 0", None, None, False)
-    sr.register_schema(subject, Schema(latest.schema.schema_str, "AVRO", [], None, RuleSet(None, [rule])))
+    _register_rules(spark_server, f":.{scope}:shipments", rule)
 
     spark.sql(f"INSERT INTO {table} VALUES (1, 10, 'box')")
     assert "light_enough" in _refusal(spark, f"INSERT INTO {table} VALUES (2, 5000, 'crate')")
@@ -155,15 +159,12 @@ def test_a_cel_rule_without_a_sql_form_is_shown_not_enforced_and_the_python_writ
         spark: Any, scope: str, spark_server: str) -> None:
     table = f"streamcat.{scope}.labels"
     spark.sql(f"CREATE TABLE {table} (id BIGINT, label STRING) USING avro")
-    subject = f":.{scope}:labels"
-    sr = SchemaRegistryClient({"url": spark_server})
-    latest = sr.get_latest_version(subject)
     rule = Rule("label_prefix", None, RuleKind.CONDITION, RuleMode.WRITE, "CEL", None, None,
                 "message.label.startsWith('A')", None, None, False)  # no SQL form: a method call
     # a DLQ rule: its rows go to a dead-letter table from the Python writers; Spark's writes fail on it
     dead = Rule("id_positive", None, RuleKind.CONDITION, RuleMode.WRITE, "CEL", None,
                 RuleParams({"dlq.table": f"{scope}.dead"}), "message.id > 0", None, "DLQ", False)
-    sr.register_schema(subject, Schema(latest.schema.schema_str, "AVRO", [], None, RuleSet(None, [rule, dead])))
+    _register_rules(spark_server, f":.{scope}:labels", rule, dead)
     assert "id_positive" in _refusal(spark, f"INSERT INTO {table} VALUES (-1, 'Ax')")
 
     shown = "label_prefix CHECK (TRUE /* CEL: message.label.startsWith('A') */) NOT ENFORCED"
