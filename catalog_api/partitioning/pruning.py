@@ -172,6 +172,8 @@ def _field_may_match(condition: Filter, f: PartitionField, p: Any) -> bool:
     if p is None:
         return False  # a null source: comparisons, in and startswith never hold
     kind = f.transform.kind
+    if kind == TRUNCATE and f.source_type is None and p in _MINIMUMS:
+        return True  # maybe a truncation saturated at the minimum of a type the field does not know
     try:
         if op == "eq":
             return bool(p == _project(f, condition["value"]))
@@ -191,8 +193,6 @@ def _field_may_match(condition: Filter, f: PartitionField, p: Any) -> bool:
             return True
         if kind == IDENTITY:  # the partition value is the source value
             return _compare(op, p, value)
-        if kind == TRUNCATE and f.source_type is None and p in _MINIMUMS:
-            return True  # maybe a truncation saturated at the minimum of a type the field does not know
         exact_ints = _is_int(value) and _is_int(p)
         if op == "lt":
             # over integers v < X is v <= X - 1, a tighter bound once transformed
